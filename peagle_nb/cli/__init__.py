@@ -1,0 +1,50 @@
+"""``peagle-nb``: the command-line face of the package (the notebooks are the other face).
+
+Each subcommand lives in its own module under ``peagle_nb.cli`` with ``add_parser(subparsers)`` and
+``run(args) -> int``; modules are imported lazily so ``peagle-nb env`` works even when optional
+extras (vLLM, SageMaker) are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# (subcommand, module, one-line help). Add a line here when adding a subcommand module.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("env", "peagle_nb.cli.env_cmd", "what this machine can run (GPU, Triton, vLLM, SageMaker, AWS)"),
+    ("run-notebooks", "peagle_nb.cli.run_notebooks_cmd", "execute the notebook series with papermill"),
+    ("check-notebooks", "peagle_nb.cli.check_notebooks_cmd", "hygiene gates for committed notebooks"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="peagle-nb", description="P-EAGLE notebook suite tools")
+    from peagle_nb import __version__
+
+    parser.add_argument("--version", action="version", version=f"peagle-nb {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module, help_text in COMMANDS:
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from peagle_nb import runtime_env
+
+    runtime_env.apply_defaults()
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

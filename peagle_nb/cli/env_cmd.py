@@ -1,0 +1,54 @@
+"""``peagle-nb env [--json]``: the capability report of notebook 00."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def report(caps) -> dict:
+    """Capabilities plus, per notebook, whether its full configuration can run here."""
+    from peagle_nb.capabilities import can_run_full
+    from peagle_nb.notebook.series import SERIES
+
+    plan = []
+    for spec in SERIES:
+        ok, why = can_run_full(caps, spec.full_needs)
+        plan.append({"notebook": spec.filename, "full": ok, "mode": "full" if ok else "smoke",
+                     "reason": "all requirements present" if ok else why})
+    return {"capabilities": caps.to_dict(), "notebooks": plan}
+
+
+def format_table(rep: dict) -> str:
+    c = rep["capabilities"]
+    rows = [
+        ("Python", f"{c['python']} on {c['platform']}, {c['cpu_count']} CPU(s)"),
+        ("PyTorch", c["torch"] or "not installed"),
+        ("GPU", f"{c['gpu_name']} ({c['gpu_memory_gib']} GiB)" if c["cuda_available"] else "none (CPU only)"),
+        ("Triton", f"{c['triton']} ({c['triton_mode']})" if c["triton"] else "not installed"),
+        ("vLLM", f"{c['vllm_build']} {c['vllm']}" if c["vllm"] else "not installed"),
+        ("transformers", c["transformers"] or "not installed"),
+        ("SageMaker SDK", c["sagemaker_sdk"] or "not installed"),
+        ("AWS credentials", ("present" if c["aws_credentials"] else "absent")
+         + (f", region {c['aws_region']}" if c["aws_region"] else ", no region set")),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines.append("")
+    lines.append("Notebook".ljust(44) + "mode   why")
+    for n in rep["notebooks"]:
+        lines.append(f"{n['notebook'].ljust(44)}{n['mode'].ljust(7)}{n['reason']}")
+    for p in c["problems"]:
+        lines.append(f"WARNING: {p}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from peagle_nb.capabilities import detect
+
+    rep = report(detect())
+    print(json.dumps(rep, indent=2) if args.json else format_table(rep))
+    return 0

@@ -1,0 +1,30 @@
+"""``peagle-nb run-notebooks [--smoke] [--only NN ...] [--out DIR]``."""
+
+from __future__ import annotations
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--smoke", action="store_true", help="small configuration that runs on a 2-core CPU")
+    p.add_argument("--only", nargs="+", metavar="NN", help="run only these notebooks (numbers or names)")
+    p.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and summary.json")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failing notebook")
+    p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every notebook's time budget")
+
+
+def run(args) -> int:
+    try:
+        import papermill  # noqa: F401
+    except ImportError:
+        print("papermill is missing: install the notebooks extra (pip install -e '.[notebooks]')")
+        return 2
+    from peagle_nb.notebook.runner import run_series
+
+    summary = run_series(args.smoke, args.out, args.only, args.fail_fast, args.timeout_scale)
+    print(f"summary: {args.out}/summary.json")
+    if summary["failed"]:
+        for nb in summary["notebooks"]:
+            if nb["status"] != "ok":
+                print(f"FAILED {nb['notebook']}: {nb['error']}")
+        return 1
+    print(f"all {len(summary['notebooks'])} notebook(s) ran ({summary['mode']} mode)")
+    return 0

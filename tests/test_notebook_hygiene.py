@@ -1,0 +1,111 @@
+"""Hygiene gates that run before any notebook executes, and proof that each gate fails when violated."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import shutil
+from pathlib import Path
+
+import pytest
+
+from peagle_nb.notebook.authoring import code, md, params, write_notebook
+from peagle_nb.notebook.hygiene import check_notebook, check_series, literal_parameters
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebook_is_clean(path):
+    assert check_notebook(path) == []
+
+
+def test_series_matches_registry_and_readme():
+    assert check_series(REPO / "notebooks", REPO / "README.md") == []
+
+
+def _notebook_test_modules():
+    import tests.notebooks as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("test_"):
+            yield importlib.import_module(f"tests.notebooks.{info.name}")
+
+
+def test_every_notebook_has_a_test_module():
+    tested = {m.NOTEBOOK for m in _notebook_test_modules()}
+    assert tested == {p.name for p in NOTEBOOKS}
+
+
+def test_injected_parameters_are_declared():
+    """Papermill warns, but does not fail, on an undeclared parameter: a typo would go unnoticed."""
+    import papermill
+
+    for module in _notebook_test_modules():
+        declared = set(papermill.inspect_notebook(str(REPO / "notebooks" / module.NOTEBOOK)))
+        injected = set(module.SMOKE_PARAMETERS) | {"SMOKE"}
+        assert injected <= declared, f"{module.NOTEBOOK}: injects undeclared {sorted(injected - declared)}"
+
+
+# ---- planted violations: each gate must catch its problem --------------------------------------
+
+def _clean(tmp_path: Path, name="00_demo.ipynb") -> Path:
+    return write_notebook(tmp_path / name, [md("# demo"), params("SMOKE = False\nK = 7"), code("print(K)")])
+
+
+def _edit(path: Path, fn) -> Path:
+    nb = json.loads(path.read_text())
+    fn(nb)
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def test_clean_notebook_passes(tmp_path):
+    assert check_notebook(_clean(tmp_path)) == []
+
+
+@pytest.mark.parametrize(
+    "plant, expected",
+    [
+        (lambda nb: nb["cells"][2].update(outputs=[{"output_type": "stream", "name": "stdout", "text": "7"}]),
+         "committed outputs"),
+        (lambda nb: nb["cells"][2].update(execution_count=3), "execution count"),
+        (lambda nb: nb["metadata"]["kernelspec"].update(name="conda-env-py"), "kernelspec name"),
+        (lambda nb: nb["metadata"].update(widgets={"state": {}}), "stray notebook metadata"),
+        (lambda nb: nb["cells"][2]["metadata"].update(collapsed=True), "stray cell metadata"),
+        (lambda nb: nb["cells"][1]["metadata"].update(tags=[]), "0 cells tagged 'parameters'"),
+        (lambda nb: nb["cells"][2]["metadata"].update(tags=["parameters"]), "2 cells tagged 'parameters'"),
+        (lambda nb: nb["cells"][1].update(source="SMOKE = False\nK = 3 + 4"), "not a literal"),
+        (lambda nb: nb["cells"][1].update(source="SMOKE = False\nimport os"), "only `NAME = literal`"),
+        (lambda nb: nb["cells"][1].update(source="K = 7"), "must declare SMOKE"),
+    ],
+    ids=["outputs", "exec_count", "kernel", "nb_metadata", "cell_metadata", "no_params", "two_params",
+         "computed_param", "import_in_params", "no_smoke"],
+)
+def test_planted_violation_is_caught(tmp_path, plant, expected):
+    path = _edit(_clean(tmp_path), plant)
+    problems = check_notebook(path)
+    assert any(expected in p for p in problems), problems
+
+
+def test_literal_parameters_accepts_annotations_and_comments():
+    assert literal_parameters("# c\nSMOKE: bool = True\nKS = [1, 2]  # list\nNAME = 'x'") == {
+        "SMOKE": True, "KS": [1, 2], "NAME": "x"}
+
+
+def test_series_gaps_and_readme_mismatch_are_caught(tmp_path):
+    nbdir = tmp_path / "notebooks"
+    nbdir.mkdir()
+    for nb in NOTEBOOKS:
+        shutil.copy(nb, nbdir / nb.name)
+    readme = tmp_path / "README.md"
+    shutil.copy(REPO / "README.md", readme)
+    assert check_series(nbdir, readme) == []
+    # a gap in the numbering
+    _clean(nbdir, f"{len(NOTEBOOKS) + 1:02d}_gap.ipynb")
+    problems = check_series(nbdir, readme)
+    assert any("not contiguous" in p for p in problems), problems
+    assert any("README notebook table" in p for p in problems), problems
+    assert any("SERIES lists" in p for p in problems), problems

@@ -11,6 +11,9 @@ import signal
 import sys
 
 
+TIMEOUT_EXIT = 124
+
+
 def _terminate(signum, frame):
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
@@ -41,4 +44,4 @@ if __name__ == "__main__":
         sys.exit(130)
     except Exception as exc:  # papermill's PapermillExecutionError names the cell; the parent reads it
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(TIMEOUT_EXIT if "Timeout" in type(exc).__name__ else 1)

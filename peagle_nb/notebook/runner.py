@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from peagle_nb import paths, runtime_env
+from peagle_nb.notebook._execute_one import TIMEOUT_EXIT
 from peagle_nb.notebook.record import read_records
 from peagle_nb.notebook.series import SERIES, NotebookSpec
 
@@ -52,8 +53,9 @@ def _failure_from_executed(output_path: Path) -> str | None:
     nb = json.loads(output_path.read_text(encoding="utf-8"))
     code_index = 0
     for cell in nb.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
+        tags = cell.get("metadata", {}).get("tags") or []
+        if cell.get("cell_type") != "code" or "injected-parameters" in tags:
+            continue  # number cells as the author sees them, without papermill's injected one
         code_index += 1
         for output in cell.get("outputs", []) or []:
             if output.get("output_type") == "error":
@@ -95,7 +97,7 @@ def execute_notebook(
                                 start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout_s + 30)
-            status = "ok" if rc == 0 else "failed"
+            status = {0: "ok", TIMEOUT_EXIT: "timeout"}.get(rc, "failed")
         except subprocess.TimeoutExpired:
             status = "timeout"
         except BaseException:
@@ -112,7 +114,7 @@ def execute_notebook(
             f"no cell error recorded; see {log_path}" if status == "failed"
             else f"exceeded the {timeout_s} s budget; see {log_path}")
         if status == "timeout":
-            error = f"timeout after {timeout_s} s ({error})"
+            error = f"timeout: a cell ran past the {timeout_s} s budget ({error})"
     result = NotebookResult(src.name, status, round(seconds, 1), str(dst), params, records, error)
     if status != "ok" and raise_on_failure:
         raise NotebookFailed(result)

@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml
 	@# PyPI's CUDA builds of these, pulled in beside vLLM's CPU torch, break `import transformers`.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@# Debian's headless Chromium for notebook 07's browser test (never `playwright install`).
+	command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq chromium >/dev/null; } || echo "chromium not installed (needs root): browser test skipped"
 	touch $(STAMP)
 
 notebooks: install

@@ -51,4 +51,4 @@ class TargetRunner:
     def crop(self, length: int) -> None:
         """Keep only the first ``length`` cached positions (rollback after rejected drafts)."""
         if length < self.length:
-            self.cache.crop(length)
+            self.cache.crop(length - self.length)  # negative = drop that many (positive crop is deprecated)

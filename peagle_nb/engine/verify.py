@@ -15,15 +15,7 @@ from __future__ import annotations
 
 import torch
 
-try:
-    from peagle_kernels.greedy_verify import greedy_verify
-except ImportError:  # TEMPORARY until H3's kernel module lands; remove then.
-    def greedy_verify(draft_tokens, target_tokens, num_drafts=None):
-        k = draft_tokens.shape[1]
-        match = (draft_tokens == target_tokens[:, :k]).int()
-        accepted = torch.cumprod(match, dim=1).sum(dim=1).int()
-        bonus = target_tokens.gather(1, accepted.long().unsqueeze(1)).squeeze(1)
-        return accepted, bonus, (k - accepted).int()
+from peagle_kernels.greedy_verify import greedy_verify
 
 
 def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -1,0 +1,155 @@
+"""What every kernel module shares: Triton-vs-PyTorch dispatch, the CPU interpreter, and timers.
+
+``@triton.jit`` decides when the decorator runs (i.e. when a module is imported) whether it builds a
+GPU kernel or an interpreted one, from ``TRITON_INTERPRET``; triton's own library functions
+(``tl.min``, ``tl.cdiv``, ...) are decorated when ``triton`` is first imported. So on a CPU the
+variable must be set before the first ``import triton`` in the process; otherwise ``use_triton=True``
+on CPU tensors raises a clear error (``use_triton=None`` falls back to the PyTorch reference).
+Timers: ``device_us`` (CUDA graph replays timed with events: device time without host launch cost),
+``wall_us`` (host clock around eager calls: what an eager caller pays), ``launch_floor_us`` (an
+empty kernel: the latency floor). Explained in notebook 04.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+import triton
+
+def use_triton_for(use_triton: bool | None, device: torch.device) -> bool:
+    """``None`` (auto): Triton on CUDA tensors, the PyTorch reference elsewhere."""
+    if use_triton is None:
+        return device.type == "cuda"
+    if use_triton and device.type not in ("cuda", "cpu"):
+        raise ValueError(f"use_triton=True needs CUDA tensors (or CPU for the interpreter), got {device}")
+    return bool(use_triton)
+
+
+def runnable(kernel, device: torch.device):
+    """The kernel itself on CUDA; on CPU it must be an interpreted kernel (``TRITON_INTERPRET=1``)."""
+    if device.type == "cuda":
+        return kernel
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(kernel, InterpretedFunction):
+        raise RuntimeError(
+            "use_triton=True on CPU tensors needs Triton's interpreter, but this process imported triton "
+            "without it. Set TRITON_INTERPRET=1 before the first `import triton` (e.g. "
+            "`TRITON_INTERPRET=1 python ...`, or os.environ at the top of a notebook), or pass "
+            "use_triton=None/False to use the PyTorch reference.")
+    return kernel
+
+
+def interpreter_active() -> bool:
+    """True when ``@triton.jit`` kernels in this process run under the interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(empty_kernel, InterpretedFunction)
+
+
+def check_int_tensor(name: str, t, ndim: int, dtypes=(torch.int32, torch.int64)) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
+    if t.dtype not in dtypes:
+        names = " or ".join(str(d).replace("torch.", "") for d in dtypes)
+        raise ValueError(f"{name} must be {names}, got {str(t.dtype).replace('torch.', '')}; "
+                         f"convert it with .to(torch.{str(dtypes[-1]).replace('torch.', '')})")
+
+
+def check_same_device(**tensors) -> torch.device:
+    devices = {name: t.device for name, t in tensors.items() if t is not None}
+    first = next(iter(devices.values()))
+    for name, dev in devices.items():
+        if dev != first:
+            listing = ", ".join(f"{n}: {d}" for n, d in devices.items())
+            raise ValueError(f"all tensors must be on one device ({listing}); move {name} with .to({str(first)!r})")
+    return first
+
+
+# ---------------------------------------------------------------------------------------------- timers
+@triton.jit
+def empty_kernel(x_ptr):
+    """Does nothing: its launch time is the floor any one-launch kernel can reach."""
+    pass
+
+
+def launch_floor_fn(device="cuda") -> Callable[[], None]:
+    buf = torch.empty(1, device=device)
+    kernel = runnable(empty_kernel, torch.device(device))
+    return lambda: kernel[(1,)](buf)
+
+
+def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> float:
+    """Median device time of one call, from CUDA-graph replays of ``inner`` calls (no host overhead)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # compile and warm up outside the capture
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(inner):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / inner)
+    return statistics.median(times)
+
+
+def wall_us(fn: Callable[[], object], reps: int = 30, warmup: int = 2) -> float:
+    """Median host time of one eager call (launch overhead included), synchronising around each call."""
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(times)
+
+
+def launch_floor_us(device="cuda", reps: int = 30) -> dict[str, float | None]:
+    """Empty-kernel launch: device time (graph) and host time (eager)."""
+    fn = launch_floor_fn(device)
+    on_gpu = torch.device(device).type == "cuda"
+    return {"device_us": device_us(fn) if on_gpu else None, "wall_us": wall_us(fn, reps=reps)}
+
+
+def time_variants(variants: dict[str, tuple[Callable[[], object], bool]], on_gpu: bool,
+                  reps: int = 30) -> dict[str, dict[str, float | None]]:
+    """``{name: (fn, graph_capturable)}`` -> ``{name: {"device_us", "wall_us"}}``."""
+    out = {}
+    for name, (fn, capturable) in variants.items():
+        out[name] = {"device_us": None, "wall_us": wall_us(fn, reps=reps)}
+        if on_gpu and capturable:
+            try:
+                out[name]["device_us"] = device_us(fn)
+            except RuntimeError as exc:  # a variant that cannot be captured is reported, not fatal
+                torch.cuda.synchronize()
+                out[name]["graph_error"] = str(exc).splitlines()[0][:200]
+    return out
+
+
+def next_pow2(n: int) -> int:
+    return triton.next_power_of_2(max(int(n), 1))
+
+
+__all__ = ["check_int_tensor", "check_same_device", "device_us", "empty_kernel", "launch_floor_us",
+           "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for", "wall_us"]

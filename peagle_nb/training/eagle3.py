@@ -1,0 +1,55 @@
+"""Train the EAGLE-3 draft head (``peagle-nb train eagle3``) with training-time test. Explained in notebook 02.
+
+TTT unrolls the head k = 0..6 steps over every position of a target-generated sequence at once; step k
+feeds the head's own pre-norm hidden output of step k-1 (as drafting does at inference) and the real next
+token (a wrong draft ends the accepted prefix anyway). Loss = sum_k 0.8^k * soft cross-entropy against
+the target's distribution over the draft vocabulary.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from peagle_nb.training.drafter_data import soft_ce
+from peagle_nb.training.drafter_forward import eagle3_unroll
+from peagle_nb.training.drafter_train import DrafterTrainConfig, config_from_args, reevaluate, train_drafter
+from peagle_nb.training.drafter_train import add_arguments as _add_arguments
+
+
+def ttt_loss(head, batch: dict, cfg: DrafterTrainConfig, generator=None) -> tuple[torch.Tensor, dict]:
+    """Training-time-test loss of one batch -> (loss, {"acc0": .., "acc<k>": ..}) (accuracy vs target argmax)."""
+    tokens, logits_t, argmax = batch["tokens"], batch["logits"], batch["argmax"]
+    t = tokens.shape[1]
+    outs = eagle3_unroll(head, tokens, batch["features"], cfg.k)
+    loss, metrics = 0.0, {}
+    for s, lg in enumerate(outs):
+        n = t - 1 - s  # slots whose label row i + s + 1 exists
+        rows = torch.arange(n, device=tokens.device) + s + 1
+        lg = lg[:, :n]
+        loss = loss + cfg.ttt_decay ** s * soft_ce(lg, logits_t[:, rows]).mean()
+        if s in (0, cfg.k - 1):
+            hit = head.draft_to_target(lg.argmax(-1)) == argmax[:, rows]
+            metrics[f"acc{s}"] = hit.float().mean().detach()
+    return loss, metrics
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    _add_arguments(p, "eagle3")
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args, "eagle3")
+    cfg.num_layers = 1
+    if args.eval_only:
+        reevaluate(cfg)
+        return 0
+    train_drafter(cfg, ttt_loss)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m peagle_nb.training.eagle3")
+    add_arguments(parser)
+    raise SystemExit(run(parser.parse_args()))

@@ -1,0 +1,1 @@
+"""Plotly figures for the notebooks (presentation layer): functions return figures, never ``.show()``."""

@@ -1,0 +1,1 @@
+"""ipywidgets dashboards (presentation layer): thin callbacks over pure functions."""

@@ -1,0 +1,84 @@
+"""tau, per-position rates, conditional alphas (peagle-facts section 2) and per-step statistics."""
+
+import pytest
+import torch
+
+from peagle_nb import metrics
+from peagle_nb.engine import SpecDecoder
+from peagle_nb.engine.evaluate import evaluate, summarize_sweep
+from tests.engine.helpers import OracleHead, tiny_target
+
+
+def test_metrics_by_hand():
+    acc = [3, 0, 1, 3, 2]
+    assert metrics.acceptance_length(acc) == pytest.approx(1 + 9 / 5)
+    assert metrics.per_position_rates(acc, 3) == pytest.approx([4 / 5, 3 / 5, 2 / 5])
+    alphas = metrics.conditional_alphas([0.8, 0.6, 0.0, 0.0])
+    assert alphas[:3] == pytest.approx([0.8, 0.75, 0.0]) and alphas[3] is None
+    assert metrics.expected_tokens_per_step(0.5, 3) == pytest.approx(1 + 0.5 + 0.25 + 0.125)
+    assert metrics.expected_tokens_per_step(1.0, 3) == 4
+    assert metrics.summarize([], 2)["tau"] == 1.0
+
+
+def test_tau_equals_sum_of_rates():
+    """tau - 1 = sum_j a_j: a property that ties the two definitions together."""
+    acc = [0, 5, 2, 2, 7, 1]
+    assert metrics.acceptance_length(acc) - 1 == pytest.approx(sum(metrics.per_position_rates(acc, 7)))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    t = tiny_target()
+    prompt = [3, 9, 12, 40, 7, 7, 1]
+    ref = SpecDecoder(t).generate(prompt, 30).tokens
+    return t, prompt, ref
+
+
+def test_step_stats_are_consistent(setup):
+    t, prompt, ref = setup
+    n = len(prompt)
+    head = OracleHead(t, prompt + ref, "peagle", wrong_positions={n + 4, n + 5, n + 17})
+    res = SpecDecoder(t, None, head, "peagle", 4).generate(prompt, 30)
+    assert res.tokens == ref
+    assert 1 + sum(s.new_tokens for s in res.steps) >= 30  # first token comes from prefill
+    for s in res.steps:
+        assert s.num_drafts == 4 and 0 <= s.accepted <= 4 and s.new_tokens == s.accepted + 1
+        assert s.draft_ms > 0 and s.verify_ms > 0
+        assert s.accepted_positions == [j < s.accepted for j in range(4)]
+    rates = res.accept_rate_per_position()
+    assert rates == sorted(rates, reverse=True)  # a prefix is accepted: rates never rise with position
+    assert res.tau == pytest.approx(1 + sum(rates))
+
+
+def test_evaluate_record(setup):
+    t, prompt, ref = setup
+
+    class Tok:  # prompts given as ids need no tokenizer work
+        pass
+
+    head = OracleHead(t, prompt + ref, "eagle3")
+    rec = evaluate(t, Tok(), head, "eagle3", 3, [prompt], max_new_tokens=30)
+    for key in ("method", "k", "n_prompts", "tau", "accept_rate_per_position", "tokens_per_s",
+                "draft_ms_per_step", "verify_ms_per_step", "lossless"):
+        assert key in rec
+    assert rec["lossless"] is True and rec["k"] == 3 and len(rec["accept_rate_per_position"]) == 3
+    assert rec["tau"] == pytest.approx(4.0, abs=0.5)  # the oracle is right everywhere
+    base = evaluate(t, Tok(), None, "none", 1, [prompt], max_new_tokens=30)
+    assert base["k"] == 0 and base["tau"] == 1.0 and base["lossless"] is True
+
+    s = summarize_sweep([{"prompt_set": "x", **base}, {"prompt_set": "x", **rec}])
+    assert s["x"]["eagle3.best_k"] == 3
+
+
+def test_lossless_flag_catches_a_broken_engine(setup, monkeypatch):
+    """If verification kept a wrong draft, evaluate() must report lossless=False."""
+    t, prompt, ref = setup
+    import peagle_nb.engine.decoder as dec_mod
+
+    def always_accept(drafts, logits):
+        return len(drafts), int(logits[-1].argmax())
+
+    monkeypatch.setattr(dec_mod, "verify_greedy", always_accept)
+    head = OracleHead(t, [], "peagle", soft_scale=3.0)
+    rec = evaluate(t, None, head, "peagle", 3, [prompt], max_new_tokens=20, warmup=False)
+    assert rec["lossless"] is False

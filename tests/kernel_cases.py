@@ -1,0 +1,190 @@
+"""Kernel-vs-reference cases run under Triton's interpreter in a child process (used by tests/test_kernels_*.py).
+
+``TRITON_INTERPRET=1`` only takes effect if it is set before the first ``import triton`` in a process, and
+setting it for the whole pytest session would change how other slices (vLLM on CPU) see Triton. So the
+interpreted launches run here, in one child process per kernel module, and report differences as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MARK = "KERNEL-CASES-JSON:"
+
+
+def run_interpreted(kernel: str, timeout_s: int = 120) -> dict:
+    """Run ``cases_<kernel>()`` under the interpreter in a child process -> {case: result dict}."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
+    code = (f"import json; from tests import kernel_cases as c; "
+            f"print({MARK!r} + json.dumps(c.cases_{kernel}()))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout_s)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    if proc.returncode != 0 or not lines:
+        raise AssertionError(f"interpreted {kernel} cases failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1][len(MARK):])
+
+
+def _diff(outs, refs) -> int:
+    """Number of differing entries over a tuple of outputs (shapes and dtypes must agree too)."""
+    n = 0
+    for o, r in zip(outs, refs):
+        if o.shape != r.shape or o.dtype != r.dtype:
+            return -1
+        n += int((o.double() - r.double()).abs().gt(0).sum())
+    return n
+
+
+# --------------------------------------------------------------------------------------- greedy_verify
+def cases_greedy_verify() -> dict:
+    import torch
+
+    from peagle_kernels.greedy_verify import greedy_verify, random_case, reference_greedy_verify
+
+    out = {}
+
+    def check(name, draft, target, nd=None):
+        tri = greedy_verify(draft, target, nd, use_triton=True)
+        ref = reference_greedy_verify(draft, target, nd)
+        out[name] = {"diff": _diff(tri, ref), "accepted": tri[0].tolist()[:8], "rejected": tri[2].tolist()[:8]}
+
+    check("batch_of_one", *random_case(1, 7, seed=1))
+    d, t, _ = random_case(5, 4, seed=2)
+    check("nothing_rejected", t[:, :4].clone(), t)
+    check("everything_rejected", (t[:, :4] + 1) % 50, t)
+    check("k1", *random_case(9, 1, seed=3))
+    d, t, _ = random_case(6, 3, seed=4)
+    check("empty_requests", d, t, torch.tensor([0, 3, 0, 1, 2, 0], dtype=torch.int32))
+    check("ragged_random", *random_case(23, 7, seed=5))
+    check("large_batch", *random_case(300, 10, seed=6))
+    d, t, nd = random_case(17, 5, seed=7)
+    check("int32_tokens", d.int(), t.int(), nd)
+    return out
+
+
+# ---------------------------------------------------------------------------------------- draft_inputs
+def vllm_kernel_sources():
+    """vLLM's copy_and_expand_eagle_inputs_kernel and compute_new_slot_mapping, compiled from vLLM's own
+    source file with real Triton (importing vLLM itself is slow and, on CPU, stubs Triton out). None if
+    vLLM is not installed."""
+    import ast
+    import importlib.util
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "v1" / "spec_decode" / "utils.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    wanted = {"copy_and_expand_eagle_inputs_kernel", "compute_new_slot_mapping"}
+    nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
+    for n in nodes:  # keep @triton.jit, drop vLLM-only decorators
+        n.decorator_list = [d for d in n.decorator_list if ast.unparse(d) == "triton.jit"]
+        n.returns = None
+        for a in n.args.args:
+            a.annotation = None
+    ns = {"triton": triton, "tl": tl, "torch": torch, "PADDING_SLOT_ID": -1}
+    exec(compile(ast.Module(body=nodes, type_ignores=[]), str(path), "exec"), ns)
+    return ns["copy_and_expand_eagle_inputs_kernel"], ns["compute_new_slot_mapping"]
+
+
+def run_vllm_draft_inputs(vllm, args, kw):
+    """vLLM's kernel + slot mapping on our batch -> the fields they share with DraftInputs."""
+    import torch
+    import triton
+
+    kernel, slot_fn = vllm
+    tok, pos, bonus, qsl, nrej, bt = args
+    K, B, N_in = kw["k"], bonus.shape[0], tok.shape[0]
+    N_out = N_in + B * (K - 1)
+    o = {"input_ids": torch.full((N_out,), -7, dtype=tok.dtype), "positions": torch.full((N_out,), -7),
+         "is_rejected": torch.zeros(N_out, dtype=torch.bool), "is_masked": torch.zeros(N_out, dtype=torch.bool),
+         "sample_indices": torch.full((B * K,), -7, dtype=torch.int32),
+         "hidden_state_mapping": torch.full((N_in,), -7, dtype=torch.int32)}
+    qend = qsl[1:] - 1 - nrej
+    block = triton.next_power_of_2(int((qsl[1:] - qsl[:-1]).max()) + K - 1)
+    kernel[(B, 1)](tok, pos, bonus, o["input_ids"], o["positions"], o["is_rejected"], o["is_masked"],
+                   o["sample_indices"], o["hidden_state_mapping"], qsl, qend, kw.get("padding_token_id", 0),
+                   kw["mask_token_id"], N_in, K, True, BLOCK_SIZE_TOKENS=block)
+
+    class Cad:  # the three fields compute_new_slot_mapping reads
+        block_table_tensor, query_start_loc = bt, qsl
+
+        @staticmethod
+        def naive_query_lens():
+            return qsl[1:] - qsl[:-1]
+
+    o["slot_mapping"] = slot_fn(Cad, o["positions"], o["is_rejected"], kw["block_size"], K - 1, kw["max_model_len"])
+    return o
+
+
+def cases_draft_inputs() -> dict:
+    from peagle_kernels.draft_inputs import DraftInputs, build_draft_inputs, random_batch, reference_draft_inputs
+
+    vllm = vllm_kernel_sources()
+    out = {}
+
+    def check(name, B, K, max_query_len=None, vllm_too=True, **batch_kw):
+        args, kw = random_batch(B, K, seed=len(out), **batch_kw)
+        ref = reference_draft_inputs(*args, **kw)
+        tri = build_draft_inputs(*args, **kw, use_triton=True,
+                                 max_query_len=max_query_len(args) if max_query_len else None)
+        res = {"diff": _diff(tri, ref), "n_out": int(ref.input_ids.numel()),
+               "n_rejected": int(ref.is_rejected.sum()), "n_padding_slots": int((ref.slot_mapping == -1).sum())}
+        if vllm is not None and vllm_too:
+            theirs = run_vllm_draft_inputs(vllm, args, kw)
+            fields = [DraftInputs._fields.index(f) for f in theirs]
+            res["vllm_diff"] = _diff([theirs[f] for f in theirs], [ref[i] for i in fields])
+        out[name] = res
+
+    qlen_max = lambda a: int((a[3][1:] - a[3][:-1]).max())  # noqa: E731
+    check("batch_of_one", 1, 7)
+    check("nothing_rejected", 6, 5, rejected="none")
+    check("everything_rejected", 6, 5, rejected="all")
+    check("k1", 7, 1, decode=False)
+    check("max_model_len", 5, 7, near_max_len=True, max_model_len=64, block_size=8)
+    check("prefill_and_decode", 9, 4, decode=False, max_prefill=20)
+    check("empty_requests", 8, 3, empty_every=3, vllm_too=False)  # vLLM has no empty requests
+    check("all_empty", 3, 3, empty_every=1, vllm_too=False)
+    check("long_prefill_2d_grid", 2, 3, max_query_len=qlen_max, decode=False, min_prefill=270, max_prefill=300)
+    check("long_prefill_looping", 2, 3, decode=False, min_prefill=40, max_prefill=60)
+    check("large_batch", 96, 10, max_query_len=qlen_max)
+    return out
+
+
+# --------------------------------------------------------------------------------------- hidden_expand
+def cases_hidden_expand() -> dict:
+    import torch
+
+    from peagle_kernels.hidden_expand import (eager_expand_hidden, expand_hidden, random_case,
+                                              reference_expand_hidden)
+
+    out = {}
+
+    def check(name, B, K, H, dtype=torch.float32, **kw):
+        target, mask, src, hmap, masked = random_case(B, K, H, dtype=dtype, seed=len(out), **kw)
+        ref = reference_expand_hidden(target, mask, src)
+        tri = expand_hidden(target, mask, src, use_triton=True, block_r=4, block_h=64)
+        eag = eager_expand_hidden(target, mask, hmap, masked)
+        diff = lambda a: float((a.float() - ref.float()).abs().max()) if ref.numel() else 0.0  # noqa: E731
+        out[name] = {"diff": diff(tri), "eager_diff": diff(eag), "n_out": int(src.numel()),
+                     "n_mask_rows": int((src == -1).sum()), "n_pad_rows": int((src == -2).sum())}
+
+    check("batch_of_one", 1, 7, 48)
+    check("nothing_rejected", 5, 4, 40, rejected="none")
+    check("everything_rejected", 5, 4, 40, rejected="all")
+    check("k1", 6, 1, 33, decode=False)
+    check("empty_requests", 7, 3, 40, empty_every=3)
+    check("ragged_prefill", 6, 5, 130, decode=False, max_prefill=9)  # H not a multiple of the block
+    check("bfloat16", 5, 7, 64, dtype=torch.bfloat16)
+    check("float16", 5, 3, 64, dtype=torch.float16)
+    check("large_batch", 64, 10, 32)
+    return out

@@ -1,0 +1,25 @@
+"""Notebook 02 in smoke mode: EAGLE-3's anatomy, K passes per step, acceptance, cost vs K."""
+
+import pytest
+
+NOTEBOOK = "02_eagle3_autoregressive_drafter.ipynb"
+SMOKE_PARAMETERS = {"SMOKE": True, "K_MAX": 8}
+
+pytestmark = pytest.mark.notebook
+
+
+def test_notebook_02_records(run_notebook):
+    rec = run_notebook(NOTEBOOK, **SMOKE_PARAMETERS).records
+    assert rec["eagle3.feature_layers"] == [2, 4, 5]  # vLLM's (2, L//2, L-3) for the 8-layer target
+    assert rec["eagle3.feature_layer_cosine_max"] < 0.999  # three distinct layers
+    assert rec["eagle3.fused_input_width"] == 2 * 256
+    assert rec["eagle3.passes_per_step_k4"] == 4.0  # K sequential passes
+    for name in ("prose", "code"):
+        assert rec[f"eagle3.{name}.lossless"] is True
+        assert 0.0 < rec[f"eagle3.draft_vocab_coverage.{name}"] <= 1.0
+        rates = rec[f"eagle3.{name}.k8.accept_rate_per_position"]
+        assert len(rates) == 8 and rates == sorted(rates, reverse=True)
+        assert 1.0 <= rec[f"eagle3.{name}.k7.tau"] <= 8.0
+        assert rates[0] > 0.3  # the trained head's first draft is usually right
+    assert sorted(rec["eagle3.draft_ms_per_k"]) == [str(k) for k in range(1, 9)]
+    assert all(v > 0 for v in rec["eagle3.draft_ms_per_k"].values())

@@ -1,0 +1,32 @@
+"""Notebook 03 in smoke mode: one pass per step, COD mask, acceptance vs EAGLE-3, placeholder ablation."""
+
+import pytest
+
+NOTEBOOK = "03_peagle_mask_token_drafter.ipynb"
+SMOKE_PARAMETERS = {"SMOKE": True, "K_MAX": 8, "COD_ANCHORS": 8, "COD_K": 4}
+
+pytestmark = pytest.mark.notebook
+
+
+def test_notebook_03_records(run_notebook):
+    rec = run_notebook(NOTEBOOK, **SMOKE_PARAMETERS).records
+    assert rec["peagle.mask_token_id"] == 2
+    assert rec["peagle.mask_hidden_width"] == 3 * 256
+    assert rec["peagle.passes_per_step"] == 1.0  # ONE drafter pass per step
+    kept = rec["peagle.cod.kept_per_depth"]
+    assert kept[0] == 8 and kept == sorted(kept, reverse=True) and kept[-1] >= 2  # r_min keeps 20%
+    assert 0.0 < rec["peagle.cod.mask_density"] < 1.0
+    for method in ("peagle", "eagle3"):
+        for name in ("prose", "code"):
+            assert rec[f"{method}.{name}.lossless"] is True
+            rates = rec[f"{method}.{name}.k8.accept_rate_per_position"]
+            assert len(rates) == 8 and rates == sorted(rates, reverse=True)
+    for name in ("prose", "code"):
+        assert rec[f"peagle.{name}.k7.tau"] >= rec[f"eagle3.{name}.k7.tau"] - 0.25
+    abl = rec["peagle.ablation.tau_k7"]
+    assert set(abl) >= {"learned", "zero hidden", "random hidden"}
+    assert rec["peagle.ablation.learned_minus_best_replacement"] > 0  # the learned placeholders matter
+    for m in ("peagle", "eagle3"):
+        assert sorted(rec[f"{m}.draft_ms_per_k"]) == [str(k) for k in range(1, 9)]
+    for tag in ("engine_cpu", "engine_h200"):  # recorded sweeps are shown when present, else the gate says why
+        assert f"skipped.results_{tag}" in rec or f"{tag}.prose.speedup_peagle_over_eagle3" in rec

@@ -1,0 +1,39 @@
+"""Notebook 05 in smoke mode: real vLLM serving the tiny target with its EAGLE-3 and P-EAGLE heads,
+offline and through the managed OpenAI-compatible server."""
+
+import pytest
+
+NOTEBOOK = "05_serve_peagle_in_vllm.ipynb"
+SMOKE_PARAMETERS = {"SMOKE": True, "K_PEAGLE": 4, "K_EAGLE3": 3}
+
+pytestmark = [pytest.mark.notebook, pytest.mark.vllm, pytest.mark.slow]
+
+
+def test_notebook_05_serves_peagle_in_vllm(run_notebook):
+    pytest.importorskip("vllm", reason="needs the `cpu` or `gpu` extra (vLLM)")
+    result = run_notebook(NOTEBOOK, **SMOKE_PARAMETERS)
+    rec = result.records
+    h = rec["head.hidden_size"]
+    # the checkpoint: mask_hidden [1, 3H] and the <mask> token of the target's tokenizer
+    assert rec["head.mask_hidden_shape"] == [1, 3 * h]
+    assert rec["head.mask_token"] == "<mask>" and rec["head.n_tensors"] > 10
+    # offline vLLM: lossless, one drafter pass per step with parallel drafting, K with EAGLE-3
+    for method in ("eagle3", "peagle"):
+        assert rec[f"offline.{method}.identical"] is True
+        assert rec[f"offline.{method}.num_drafts"] > 0
+        assert 1.0 <= rec[f"offline.{method}.tau"] <= rec[f"offline.{method}.k"] + 1
+        # vLLM's acceptance length within 10% of the suite's own engine
+        assert rec[f"compare.{method}.tau_ratio"] == pytest.approx(1.0, abs=0.10)
+    assert rec["offline.peagle.drafter_passes_per_step"] == 1.0
+    assert rec["offline.eagle3.drafter_passes_per_step"] == rec["offline.eagle3.k"]
+    # the server: greedy text equals offline, acceptance from /metrics, benchmark, nothing left running
+    assert rec["server.n_processes"] >= 2
+    assert rec["server.text_matches_offline"] is True
+    assert 1.0 <= rec["metrics.tau"] <= rec["offline.peagle.k"] + 1
+    assert rec["metrics.draft_tokens_per_draft"] == rec["offline.peagle.k"]
+    for c in (1, 2):
+        assert rec[f"bench.c{c}.failed"] == 0
+        assert rec[f"bench.c{c}.tokens_per_s"] > 0 and rec[f"bench.c{c}.ttft_ms"] > 0
+        assert 1.0 <= rec[f"bench.c{c}.tau"] <= rec["offline.peagle.k"] + 1
+    assert rec["server.processes_left"] == 0
+    assert "gpu_preset" in result.skipped or rec.get("gpu.c1.tokens_per_s", 0) > 0

@@ -1,0 +1,76 @@
+"""Notebook 07 in smoke mode: the advisor's recommendations for GPT-OSS-20B (published numbers) and
+for the tiny model (measured results in data/results/, and a synthetic engine sweep with a known answer)."""
+
+import shutil
+
+import pytest
+
+from peagle_nb import paths
+from peagle_nb.compare.scenario import scenario_from_runs
+from peagle_nb.results import make_results, write_results
+from tests.compare import synthetic
+
+NOTEBOOK = "07_compare_peagle_vs_eagle3.ipynb"
+SMOKE_PARAMETERS = {"SMOKE": True}
+
+pytestmark = pytest.mark.notebook
+
+
+def _published_checks(rec):
+    assert "published.json" in rec["data.files"]
+    assert rec["published.pattern.peagle_best_near_7"] is True
+    assert rec["published.pattern.eagle3_best_near_3"] is True
+    assert rec["published.pattern.gain_shrinks_with_concurrency"] is True
+    assert rec["published.calibration_rms_log_error"] < 0.1
+    assert 0.95 < rec["published.decay"] < 1.0
+    for workload, ratio_c1, ratio_c64 in (("MT-Bench", 1.55, 1.05), ("HumanEval", 1.55, 1.23),
+                                          ("SPEED-Bench", 1.69, 1.25)):
+        pre = f"advisor.gpt_oss_20b.{workload}"
+        assert 5 <= rec[f"{pre}.c1.peagle_best_k"] <= 9
+        assert 2 <= rec[f"{pre}.c1.eagle3_best_k"] <= 4
+        assert rec[f"{pre}.c1.peagle_over_eagle3"] == pytest.approx(ratio_c1, rel=0.12)
+        assert rec[f"{pre}.c64.peagle_over_eagle3"] == pytest.approx(ratio_c64, rel=0.15)
+        assert rec[f"{pre}.c64.peagle_best_k"] <= rec[f"{pre}.c1.peagle_best_k"]
+        assert rec[f"{pre}.c1.recommendation"] == f"peagle K={rec[f'{pre}.c1.peagle_best_k']}"
+    base = rec["what_if.as_fitted.c1"]
+    assert rec["what_if.EAGLE-3_pass_2x_cheaper.c1"]["peagle_over_eagle3"] < base["peagle_over_eagle3"]
+    assert rec["what_if.P-EAGLE_acceptance_-10%.c1"]["peagle_over_eagle3"] < base["peagle_over_eagle3"]
+    assert rec["what_if.dense_target.c1"]["peagle_best_k"] >= base["peagle_best_k"]
+    assert rec["dashboard.initial_state"]["k"] == 7
+
+
+def test_notebook_07_with_the_shipped_results(run_notebook):
+    result = run_notebook(NOTEBOOK, **SMOKE_PARAMETERS)
+    rec = result.records
+    _published_checks(rec)
+    if "kernels_h200.json" in rec["data.measured_files"]:  # notebook 04's fused kernels, measured on an H200
+        assert 0 < rec["kernels.peagle_prep_saved_ms_c1_k7"] < 1.0
+        unfused = rec["what_if.P-EAGLE_prep_unfused.c1"]
+        assert unfused["peagle_over_eagle3"] < rec["what_if.as_fitted.c1"]["peagle_over_eagle3"]
+    if "engine_cpu.json" in rec["data.measured_files"]:  # measured by notebooks 02-03 on a CPU
+        assert rec["measured.scenario"].startswith("engine_cpu.json")
+        assert rec["advisor.tiny.c1.recommendation"].split()[0] in {"peagle", "eagle3", "none"}
+        assert rec["measured.loo.n"] >= 2
+        assert rec["measured.loo.step_mean_abs"] < 0.5  # the step model predicts held-out K within 50 %
+    else:
+        assert "measured_scenarios" in result.skipped
+
+
+def test_notebook_07_recommends_the_known_best_k_on_a_synthetic_sweep(run_notebook, tmp_path):
+    shutil.copy(paths.results_dir() / "published.json", tmp_path / "published.json")
+    runs = synthetic.runs(ks=(1, 2, 3, 4, 5, 6), batches=(1, 2), noise=0.0)
+    write_results(tmp_path / "engine_cpu.json", synthetic.doc(ks=(1, 2, 3, 4, 5, 6), batches=(1, 2)))
+    vllm_runs = [{"method": "eagle3", "k": 3, "concurrency": 1, "tokens_per_s": 40.0},
+                 {"method": "peagle", "k": 5, "concurrency": 1, "tokens_per_s": 50.0}]
+    write_results(tmp_path / "vllm_cpu.json", make_results("vllm", vllm_runs, machine=synthetic.MACHINE))
+    rec = run_notebook(NOTEBOOK, SMOKE=True, RESULTS_DIR=str(tmp_path)).records
+    _published_checks(rec)
+    expected = scenario_from_runs("x", runs, concurrencies=(1, 2)).advice()  # smoke: first two concurrencies
+    for row in expected:
+        c = row["concurrency"]
+        assert rec[f"advisor.tiny.c{c}.peagle_best_k"] == row["peagle_best_k"]
+        assert rec[f"advisor.tiny.c{c}.eagle3_best_k"] == row["eagle3_best_k"]
+        assert rec[f"advisor.tiny.c{c}.recommendation"] == row["recommendation"]
+    assert rec["advisor.measured.engine_cpu.prose.c1.recommendation"] == expected[0]["recommendation"]
+    assert rec["measured.loo.step_max_abs"] < 1e-6  # noiseless data: the model is exact
+    assert rec["measured.vllm_cpu.c1.peagle_over_eagle3"] == pytest.approx(1.25)

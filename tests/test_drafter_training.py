@@ -1,0 +1,225 @@
+"""Drafter training (peagle_nb.training): COD / TTT masks, teacher-forced layouts == inference, the
+acceptance measurement == a literal draft-verify loop, and smoke training through `peagle-nb train`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import torch
+
+from peagle_nb.models.heads import DraftHead, DraftHeadConfig, load_head
+from peagle_nb.training.cod import (cod_attention_mask, cod_keep_fractions, cod_sample, full_layout,
+                                    ttt_attention_mask)
+from peagle_nb.training.drafter_eval import accepted_lengths, summarize, walk_steps
+from peagle_nb.training.drafter_forward import all_anchor_drafts, eagle3_unroll, peagle_layout_forward
+
+
+# ------------------------------------------------------------------------------------------- masks
+def test_cod_sample_fractions_and_parents():
+    g = torch.Generator().manual_seed(0)
+    n, k = 400, 8
+    anchors, depths = cod_sample(n, k, 0.7, 0.2, g)
+    kept = {d: set(anchors[depths == d].tolist()) for d in range(k)}
+    for d, frac in enumerate(cod_keep_fractions(k)):
+        assert abs(len(kept[d]) / n - frac) <= 1.0 / n + 1e-9, (d, len(kept[d]))
+        if d:
+            assert kept[d] <= kept[d - 1]  # only chains whose parent was kept
+    assert kept[0] == set(range(n))
+    assert cod_keep_fractions(8)[-3:] == [0.2, 0.2, 0.2]
+    # labels run out near the end: anchor i may only reach depth valid[i] - 1
+    valid = 10 - torch.arange(10)
+    a, d = cod_sample(10, 8, 1.0, 1.0, g, valid)
+    assert bool((d < valid[a]).all()) and len(a) == sum(min(8, v) for v in valid.tolist())
+
+
+def test_cod_attention_mask_properties():
+    g = torch.Generator().manual_seed(1)
+    anchors, depths = cod_sample(30, 6, 0.7, 0.2, g)
+    m = cod_attention_mask(anchors, depths)
+    n = len(anchors)
+    assert m.shape == (n, n) and bool(m.diagonal().all())
+    real = depths == 0
+    # depth 0 is plain causal attention over the real context
+    sub = m[real][:, real]
+    assert torch.equal(sub, torch.ones_like(sub).tril())
+    for e in range(n):
+        seen = m[e].nonzero().flatten()
+        i, d = anchors[e], depths[e]
+        for s in seen:
+            if depths[s] == 0:
+                assert anchors[s] <= i  # real context up to the anchor, never the future
+            else:
+                assert anchors[s] == i and depths[s] <= d  # only earlier depths of its own chain
+        # and it sees all of those
+        assert int(m[e].sum()) == int(i) + 1 + int(d)
+    # causal in "inference position" order: nobody sees a later position
+    pos = anchors + depths
+    assert not bool((m & (pos[None, :] > pos[:, None])).any())
+
+
+def test_ttt_attention_mask():
+    m = ttt_attention_mask(5, 2)
+    assert m.shape == (5, 15)
+    assert torch.equal(m[:, :5], torch.ones(5, 5, dtype=torch.bool).tril())
+    assert torch.equal(m[:, 5:10], torch.eye(5, dtype=torch.bool)) and torch.equal(m[:, 10:], torch.eye(5, dtype=torch.bool))
+    assert ttt_attention_mask(4, 0).shape == (4, 4)
+
+
+# ------------------------------------------------------------------------------ layouts == inference
+def _head(kind, layers=2, seed=0):
+    cfg = DraftHeadConfig(kind=kind, hidden_size=32, intermediate_size=48, num_hidden_layers=layers,
+                          num_attention_heads=2, num_key_value_heads=1, vocab_size=50, draft_vocab_size=40,
+                          target_hidden_size=16, aux_layer_ids=(1, 2, 3), mask_token_id=3 if kind == "peagle" else None)
+    head = DraftHead(cfg).double().eval()
+    head.reset_parameters(std=0.3, seed=seed)
+    return head
+
+
+def test_peagle_layout_equals_per_anchor_inference():
+    head = _head("peagle", 3)
+    g = torch.Generator().manual_seed(2)
+    t, k = 12, 4
+    tokens = torch.randint(0, 50, (1, t), generator=g)
+    feats = torch.randn(1, t, 48, generator=g, dtype=torch.double)
+    anchors, depths = cod_sample(t - 1, k, 0.7, 0.2, g, t - 1 - torch.arange(t - 1))
+    logits, rows = peagle_layout_forward(head, tokens, feats, anchors, depths)
+    assert torch.equal(rows, anchors + depths + 1)
+    for e in range(len(anchors)):
+        p, d = int(anchors[e]), int(depths[e])
+        # inference at anchor p: real slots 0..p, then d mask slots; plain causal attention
+        ids = torch.cat([tokens[:, 1:p + 2], torch.full((1, d), 3)], 1)
+        hid = torch.cat([head.project(feats[:, :p + 1]), head.mask_hidden_projected().expand(1, d, -1)], 1)
+        out, _ = head(ids, hid, torch.arange(p + 1 + d)[None])
+        torch.testing.assert_close(logits[0, e], out[0, -1], rtol=0, atol=1e-9)
+
+
+def test_eagle3_unroll_equals_chain_inference():
+    head = _head("eagle3", 1)
+    g = torch.Generator().manual_seed(3)
+    t, steps = 10, 3
+    tokens = torch.randint(0, 50, (1, t), generator=g)
+    feats = torch.randn(1, t, 48, generator=g, dtype=torch.double)
+    outs = eagle3_unroll(head, tokens, feats, steps)
+    for p in range(t - steps):
+        cache = head.new_cache()
+        logits, pre = head(tokens[:, 1:p + 2], head.project(feats[:, :p + 1]), torch.arange(p + 1)[None], cache=cache)
+        torch.testing.assert_close(outs[0][0, p], logits[0, -1], rtol=0, atol=1e-9)
+        for s in range(1, steps):  # teacher-forced chain: token x[p+1+s], own previous hidden
+            logits, pre = head(tokens[:, p + 1 + s].view(1, 1), pre[:, -1:], torch.tensor([[p + s]]), cache=cache)
+            torch.testing.assert_close(outs[s][0, p], logits[0, -1], rtol=0, atol=1e-9)
+
+
+def test_accepted_lengths_and_walk():
+    target_next = torch.tensor([5, 6, 7, 8, 9, 1, 2, 3, 4, 0])
+    drafts = torch.full((9, 3), -1)
+    drafts[0] = torch.tensor([6, 7, 0])  # anchor 0: drafts checked vs target_next[1:4] = 6, 7, 8
+    drafts[3] = torch.tensor([9, 1, 2])
+    drafts[4] = torch.tensor([1, 9, 9])
+    acc = accepted_lengths(drafts, target_next)
+    assert acc.tolist()[:5] == [2, 0, 0, 3, 1]
+    steps = walk_steps(acc, prompt_len=1, total_len=10, k=3)  # anchors 0 -> 3 -> 7 (stop: 7+5 > 10)
+    assert steps == [2, 3]
+    s = summarize(steps, 3)
+    assert s["tau"] == pytest.approx(3.5) and s["accept_rate_per_position"] == [1.0, 1.0, 0.5]
+
+
+# ------------------------------------------------------------------------------- smoke training
+@pytest.fixture(scope="module")
+def smoke_target(tmp_path_factory):
+    """A random 6-layer target with a real (small) BPE tokenizer that has <mask>."""
+    from transformers import LlamaForCausalLM
+
+    from peagle_nb.corpus import load_documents
+    from peagle_nb.models.target import make_config, save_target
+    from peagle_nb.models.tokenizer import train_tokenizer
+
+    texts = [d[:20000] for d in load_documents("prose", "train")[:3] + load_documents("code", "train")[:6]]
+    tok = train_tokenizer(texts, vocab_size=400)
+    torch.manual_seed(0)
+    cfg = make_config(len(tok), tok.eos_token_id, tok.pad_token_id, hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=6, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256)
+    path = tmp_path_factory.mktemp("target")
+    save_target(LlamaForCausalLM(cfg), tok, path, dtype=torch.float32)
+    return path
+
+
+@pytest.mark.slow
+def test_smoke_training_cli_peagle(smoke_target, tmp_path):
+    from peagle_nb.cli import train_cmd
+
+    out = tmp_path / "pe"
+    args = argparse.Namespace(what="peagle", options=["--smoke", "--target", str(smoke_target), "--out", str(out),
+                                                      "--device", "cpu", "--steps", "16"])
+    assert train_cmd.run(args) == 0
+    log = json.loads((out / "training_log.json").read_text())
+    hist = log["history"]
+    assert log["steps_run"] == 16 and hist[-1]["loss"] < hist[0]["loss"]
+    head = load_head(out)
+    assert head.kind == "peagle" and head.trained_k == 4 and len(head.layers) == 4
+    assert head.config.aux_layer_ids == (1, 3, 4)  # 6 layers: the distinct fallback ids
+    assert set(log["acceptance"]) and all(len(r) == 8 for r in log["acceptance"].values())
+    assert "SMOKE RUN" in (out / "README.md").read_text()
+
+
+def test_eagle3_ttt_loss_decreases():
+    """A few optimiser steps on one fixed batch: the TTT loss must drop (the gradient reaches the head)."""
+    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.eagle3 import ttt_loss
+
+    head = _head("eagle3", 1).float().train()
+    g = torch.Generator().manual_seed(4)
+    tokens = torch.randint(0, 50, (4, 16), generator=g)
+    batch = {"tokens": tokens, "features": torch.randn(4, 16, 48, generator=g),
+             "logits": 3 * torch.randn(4, 16, 40, generator=g), "argmax": tokens}
+    cfg = DrafterTrainConfig(kind="eagle3", out=None, k=3)
+    opt = torch.optim.AdamW(head.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(15):
+        loss, metrics = ttt_loss(head, batch, cfg)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.8 * losses[0] and set(metrics) == {"acc0", "acc2"}
+
+
+def test_peagle_cod_loss_trains_mask_parameters():
+    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.peagle import cod_loss
+
+    head = _head("peagle", 2).float().train()
+    g = torch.Generator().manual_seed(5)
+    batch = {"tokens": torch.randint(0, 50, (2, 12), generator=g), "features": torch.randn(2, 12, 48, generator=g),
+             "logits": torch.randn(2, 12, 40, generator=g), "argmax": torch.randint(0, 50, (2, 12), generator=g)}
+    loss, _ = cod_loss(head, batch, DrafterTrainConfig(kind="peagle", out=None, k=4), g)
+    loss.backward()
+    assert head.mask_hidden.grad.abs().sum() > 0
+    assert head.embed_tokens.weight.grad[3].abs().sum() > 0  # the <mask> row learns
+
+
+# ----------------------------------------------------- measured acceptance == a literal greedy loop
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tiny-eagle3", "tiny-peagle"])
+def test_committed_head_acceptance_matches_naive_loop(name):
+    """On the real target and committed heads: the all-anchor acceptance measurement reproduces, step by
+    step, a literal greedy draft-verify loop, whose output is the target's plain greedy output."""
+    from peagle_nb import paths
+    from peagle_nb.models.target import load_target, target_features
+    from peagle_nb.training.drafter_data import generate
+    from peagle_nb.training.drafter_eval import naive_greedy_decode, read_prompt_ids
+
+    target, tok = load_target()
+    head = load_head(paths.models_dir() / name)
+    prompt = read_prompt_ids(tok, paths.prompts_dir() / "code.jsonl", 1)[0]
+    k, new = 5, 40
+    ref = generate(target, [prompt], len(prompt) + new)[0]
+    out, steps = naive_greedy_decode(target, head, prompt, k, new)
+    assert torch.equal(out, ref)  # lossless
+    with torch.no_grad():
+        res = target(input_ids=ref[None], output_hidden_states=True)
+        feats = target_features(res.hidden_states, head.aux_layer_ids)
+        acc = accepted_lengths(all_anchor_drafts(head, ref[None], feats, k), res.logits[0].argmax(-1))
+    assert walk_steps(acc, len(prompt), len(ref), k) == steps
+    assert sum(steps) > 0  # a trained head accepts something on code

@@ -146,21 +146,27 @@ def smoke_target(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_smoke_training_cli_peagle(smoke_target, tmp_path):
+def test_smoke_training_cli(smoke_target, tmp_path):
     from peagle_nb.cli import train_cmd
 
-    out = tmp_path / "pe"
-    args = argparse.Namespace(what="peagle", options=["--smoke", "--target", str(smoke_target), "--out", str(out),
-                                                      "--device", "cpu", "--steps", "16"])
+    out, cache = tmp_path / "pe", tmp_path / "data.pt"
+    common = ["--smoke", "--target", str(smoke_target), "--device", "cpu", "--data-cache", str(cache)]
+    args = argparse.Namespace(what="peagle", options=common + ["--out", str(out), "--steps", "12"])
     assert train_cmd.run(args) == 0
     log = json.loads((out / "training_log.json").read_text())
     hist = log["history"]
-    assert log["steps_run"] == 16 and hist[-1]["loss"] < hist[0]["loss"]
+    assert log["steps_run"] == 12 and hist[-1]["loss"] < hist[0]["loss"]
     head = load_head(out)
     assert head.kind == "peagle" and head.trained_k == 4 and len(head.layers) == 4
     assert head.config.aux_layer_ids == (1, 3, 4)  # 6 layers: the distinct fallback ids
     assert set(log["acceptance"]) and all(len(r) == 8 for r in log["acceptance"].values())
     assert "SMOKE RUN" in (out / "README.md").read_text()
+    # EAGLE-3 through the same CLI, on the same (cached) self-distillation data
+    args = argparse.Namespace(what="eagle3", options=common + ["--out", str(tmp_path / "e3"), "--steps", "3"])
+    assert train_cmd.run(args) == 0
+    e3 = load_head(tmp_path / "e3")
+    assert e3.kind == "eagle3" and len(e3.layers) == 1 and e3.trained_k == 3
+    assert torch.equal(e3.target_to_draft_ids(), head.target_to_draft_ids())  # same data -> same draft vocab
 
 
 def test_eagle3_ttt_loss_decreases():

@@ -18,7 +18,7 @@ import asyncio
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Protocol, runtime_checkable
 
 from peagle_nb import results
@@ -133,15 +133,6 @@ def summarize_level(reqs: list[RequestResult], wall_s: float) -> dict[str, Any]:
         "ttft_ms": ttft["mean"], "ttft_ms_p50": ttft["p50"], "ttft_ms_p90": ttft["p90"],
         "tpot_ms": tpot["mean"], "tpot_ms_p50": tpot["p50"], "tpot_ms_p90": tpot["p90"],
     }
-
-
-@dataclass
-class BenchmarkSpec:
-    concurrency: list[int] = field(default_factory=lambda: [1, 4])
-    max_tokens: int = 64
-    temperature: float = 0.0
-    requests_per_level: int | None = None  # default: max(len(prompts), concurrency)
-    warmup_requests: int = 1
 
 
 async def run_benchmark_async(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64,

@@ -68,4 +68,17 @@ class OpenAIBackend:
             return None
 
     def describe(self) -> dict[str, Any]:
-        return {"base_url": self.root, "model": self.model, **self.server_config}
+        """The server's configuration for the results file: what we were told plus what it reports
+        (``/v1/models`` entry, ``/version`` on vLLM)."""
+        import json
+        import urllib.request
+
+        info: dict[str, Any] = {"base_url": self.root, "model": self.model}
+        for key, path in (("models", "/v1/models"), ("version", "/version")):
+            try:
+                with urllib.request.urlopen(self.root + path, timeout=5) as resp:  # noqa: S310
+                    data = json.loads(resp.read())
+                info[key] = data.get("data", data) if key == "models" else data.get("version", data)
+            except Exception:  # noqa: BLE001 - optional endpoints
+                continue
+        return {**info, **self.server_config}

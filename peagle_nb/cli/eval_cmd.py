@@ -27,6 +27,8 @@ def add_arguments(p) -> None:
                    help="folder holding tiny-eagle3/ and tiny-peagle/ (default data/models), used by --sweep")
     p.add_argument("--sweep", action="store_true", help="run none + eagle3 + peagle for K in --ks, write --out")
     p.add_argument("--ks", default="1-10", help="K range for --sweep, e.g. 1-10 or 1,3,7")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="time each prompt N times and keep the fastest (steadier on a shared machine)")
     p.add_argument("--cost-reps", type=int, default=30, help="timed repeats per K of the drafting-cost bench")
     p.add_argument("--out", default=None, help="results file for --sweep (default data/results/engine_cpu.json)")
 
@@ -79,7 +81,7 @@ def run(args) -> int:
             heads = {m: head_for(m) for m in ("eagle3", "peagle")}
             out = Path(args.out) if args.out else paths.results_dir() / "engine_cpu.json"
             doc = run_sweep.run(target, tokenizer, heads, prompt_sets, parse_ks(args.ks), args.max_new_tokens, out,
-                                cost_reps=args.cost_reps, log=lambda s: print(s, file=sys.stderr))
+                                cost_reps=args.cost_reps, repeats=args.repeats, log=lambda s: print(s, file=sys.stderr))
             print(json.dumps(doc["summary"], indent=1) if args.json else f"wrote {out}")
             return 0
         if len(prompt_sets) != 1:
@@ -87,7 +89,7 @@ def run(args) -> int:
         prompts = next(iter(prompt_sets.values()))
         head = head_for(args.method) if args.method != "none" else None
         rec = evaluate(target, tokenizer, head, args.method, args.k, prompts, args.max_new_tokens,
-                       args.temperature, args.seed)
+                       args.temperature, args.seed, repeats=args.repeats)
     except (FileNotFoundError, ValueError) as exc:
         print(f"peagle-nb eval: error: {exc}", file=sys.stderr)
         return 2

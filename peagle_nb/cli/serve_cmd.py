@@ -25,10 +25,14 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from peagle_nb.serving.config import server_args
-    from peagle_nb.serving.presets import get_preset
+    from peagle_nb.serving.presets import get_preset, local_models_ready
     from peagle_nb.serving.server import ManagedVllmServer
 
     preset = get_preset(args.preset)
+    if preset.local and not local_models_ready(preset) and not args.dry_run:
+        print(f"error: {preset.name} needs {preset.target_path()} and {preset.head_path()}; train them with "
+              f"`peagle-nb train` (see README 'Data and the tiny target')", file=sys.stderr)
+        return 2
     vargs = server_args(preset, k=args.k, extra=args.extra)
     srv = ManagedVllmServer(vargs, host=args.host, port=args.port, startup_timeout_s=args.startup_timeout,
                             log_path=args.log)

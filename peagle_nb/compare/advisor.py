@@ -76,3 +76,20 @@ def measured_best(runs: Sequence[dict]) -> list[dict]:
                 row[f"{m}_speedup"] = row[f"{m}_tokens_per_s"] / row["none_tokens_per_s"]
         rows.append(row)
     return rows
+
+
+def tau_cross_check(runs_a: Sequence[dict], runs_b: Sequence[dict]) -> list[dict]:
+    """Acceptance length of the same (method, K, prompt set) measured by two runtimes (e.g. the suite's
+    engine and vLLM): acceptance is a property of the heads, so the two should roughly agree."""
+    def key(r):
+        ps = str(r.get("prompt_set") or "").removesuffix(".jsonl")
+        return (r.get("method"), int(r.get("k") or 0), ps)
+
+    a = {key(r): float(r["tau"]) for r in runs_a if r.get("method") in ("eagle3", "peagle") and r.get("tau")}
+    rows = []
+    for r in runs_b:
+        kk = key(r)
+        if kk in a and r.get("tau") and all(kk != (x["method"], x["k"], x["prompt_set"]) for x in rows):
+            rows.append({"method": kk[0], "k": kk[1], "prompt_set": kk[2], "tau_a": a[kk], "tau_b": float(r["tau"]),
+                         "rel_diff": (float(r["tau"]) - a[kk]) / a[kk]})
+    return rows

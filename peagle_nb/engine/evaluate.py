@@ -58,7 +58,8 @@ def greedy_reference(target, prompt_ids: list[list[int]], max_new_tokens: int) -
 
 def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
              max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
-             reference: list[list[int]] | None = None, warmup: bool = True, decoder: SpecDecoder | None = None) -> dict:
+             reference: list[list[int]] | None = None, warmup: bool = True, decoder: SpecDecoder | None = None,
+             repeats: int = 1) -> dict:
     """One configuration over a prompt set -> the ``peagle-nb eval --json`` record.
 
     ``lossless`` (temperature 0): every output equals plain greedy decoding (``reference``, computed
@@ -70,7 +71,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
     dec = decoder or SpecDecoder(target, tokenizer, head, method, k)
     if warmup:  # first calls pay for allocation / kernel selection; keep them out of the timings
         dec.generate(prompt_ids[0], min(8, max_new_tokens), temperature, seed)
-    results = [dec.generate(p, max_new_tokens, temperature, seed + i) for i, p in enumerate(prompt_ids)]
+    results = [min((dec.generate(p, max_new_tokens, temperature, seed + i) for _ in range(max(repeats, 1))),
+                   key=lambda r: r.total_ms) for i, p in enumerate(prompt_ids)]
     steps = [s for r in results for s in r.steps]
     accepted = [s.accepted for s in steps]
     n_tokens = sum(len(r.tokens) for r in results)
@@ -106,22 +108,31 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
 
 
 def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: Iterable[int] = range(1, 11),
-          max_new_tokens: int = 64, temperature: float = 0.0, progress=None) -> list[dict]:
+          max_new_tokens: int = 64, temperature: float = 0.0, progress=None, deadline: float | None = None,
+          repeats: int = 1) -> list[dict]:
     """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set.
 
-    Returns flat run records (``prompt_set`` added) for ``peagle_nb.results.make_results``.
+    Returns flat run records (``prompt_set`` added) for ``peagle_nb.results.make_results``. Past
+    ``deadline`` (a ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run).
     """
+    import time
+
     runs = []
     for set_name, prompts in prompt_sets.items():
+        if deadline is not None and time.monotonic() > deadline:
+            break
         ids = encode_prompts(tokenizer, prompts)
         ref = greedy_reference(target, ids, max_new_tokens) if temperature <= 0 else None
-        base = evaluate(target, tokenizer, None, "none", 1, ids, max_new_tokens, temperature)
+        base = evaluate(target, tokenizer, None, "none", 1, ids, max_new_tokens, temperature, repeats=repeats)
         runs.append({"prompt_set": set_name, **base})
         if progress:
             progress(runs[-1])
         for method, head in heads.items():
             for k in ks:
-                rec = evaluate(target, tokenizer, head, method, k, ids, max_new_tokens, temperature, reference=ref)
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+                rec = evaluate(target, tokenizer, head, method, k, ids, max_new_tokens, temperature, reference=ref,
+                               repeats=repeats)
                 rec["speedup_vs_none"] = rec["tokens_per_s"] / base["tokens_per_s"] if base["tokens_per_s"] else None
                 runs.append({"prompt_set": set_name, **rec})
                 if progress:
@@ -170,18 +181,22 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
 
 
 def sweep_to_results(target, tokenizer, heads: dict, prompt_sets: dict, ks=range(1, 11), max_new_tokens: int = 64,
-                     progress=None, notes: str | None = None, draft_cost: list[dict] | None = None) -> dict:
+                     progress=None, notes: str | None = None, draft_cost: list[dict] | None = None,
+                     deadline: float | None = None, repeats: int = 1) -> dict:
     """Run :func:`sweep` and wrap it as a ``peagle_nb.results`` document (plus a ``summary`` object)."""
     from peagle_nb import results
 
-    runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, progress=progress)
+    runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, progress=progress, deadline=deadline,
+                 repeats=repeats)
     doc = results.make_results(
         "engine", runs,
         model={"target": getattr(target.config, "_name_or_path", "") or "tiny-target",
                "heads": {m: {"layers": h.config.num_hidden_layers, "trained_k": h.trained_k} for m, h in heads.items()},
                "dtype": str(next(target.parameters()).dtype)},
         notes=notes or f"batch 1, greedy, {max_new_tokens} new tokens per prompt, ignore EOS; "
-                       "draft/verify ms are wall-clock per verification step")
+                       "draft/verify ms are wall-clock per verification step; tokens_per_s = generated tokens / "
+                       "wall time of generate() incl. prefill, after one warm-up generation per configuration"
+                       + (f"; fastest of {repeats} runs per prompt" if repeats > 1 else ""))
     doc["summary"] = summarize_sweep(runs)
     if draft_cost:
         doc["draft_cost"] = draft_cost

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import json
 import time
+import urllib.parse
 from typing import Any, Callable, Iterator
 
 from peagle_nb.sagemaker._deps import require
@@ -124,7 +125,7 @@ class Deployment:
         if not uploads:
             return
         s3 = self.session.client("s3", region_name=self.plan.region)
-        tagging = "&".join(f"{k}={v}" for k, v in self.plan.tags.items())
+        tagging = urllib.parse.urlencode(self.plan.tags)  # S3 wants the tag set as a URL query string
         for folder, uri in uploads:
             if not folder.is_dir():
                 raise FileNotFoundError(f"{folder} does not exist: build or download the model first")

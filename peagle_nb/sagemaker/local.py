@@ -110,7 +110,7 @@ class LocalEndpoint:
             check_local_head(resolve_local(plan.head), resolve_local(plan.target), plan.k, plan.method)
         self.startup_timeout_s = startup_timeout_s
         self.log_path = log_path
-        self.env = dict(env or {})
+        self.env = {**plan.env, **(env or {})}  # the container's process sees the whole model environment
         self.server = None
 
     @property
@@ -127,7 +127,7 @@ class LocalEndpoint:
         from peagle_nb.sagemaker.deploy import register
         from peagle_nb.serving.server import ManagedVllmServer
 
-        server = ManagedVllmServer(self.args, env=self.env or None, startup_timeout_s=self.startup_timeout_s,
+        server = ManagedVllmServer(self.args, env=self.env, startup_timeout_s=self.startup_timeout_s,
                                    log_path=self.log_path)
         server.start()  # raises (and stops vLLM again) if it does not come up, Ctrl-C included
         self.server = server

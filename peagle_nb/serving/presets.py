@@ -10,7 +10,7 @@ run with ``"parallel_drafting": true`` (vLLM >= 0.16).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from peagle_nb import paths

@@ -39,6 +39,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def _start_reaper(pgid: int) -> subprocess.Popen | None:
+    """A watchdog process that kills the server's group if we die without cleaning up (SIGKILL, a
+    notebook kernel killed on a timeout): atexit and ``with`` cannot run then."""
+    try:
+        import psutil
+
+        start = psutil.Process(os.getpid()).create_time()
+    except ImportError:
+        return None
+    return subprocess.Popen([sys.executable, "-m", "peagle_nb.serving._reaper", str(os.getpid()), repr(start),
+                             str(pgid)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def _stop_all_at_exit() -> None:
     for srv in list(_LIVE):
         srv.stop()
@@ -65,6 +79,7 @@ class ManagedVllmServer:
             os.close(fd)
         self.log_path = Path(log_path)
         self.proc: subprocess.Popen | None = None
+        self._reaper: subprocess.Popen | None = None
         self._log_file = None
         self.startup_s: float | None = None
 
@@ -125,6 +140,7 @@ class ManagedVllmServer:
         self.proc = subprocess.Popen(self.command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         _LIVE.add(self)
+        self._reaper = _start_reaper(self.proc.pid)
         try:
             self._wait_ready(t0)
         except BaseException:  # noqa: BLE001 - including KeyboardInterrupt: never leave it running
@@ -189,6 +205,13 @@ class ManagedVllmServer:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.terminate()
+            try:
+                reaper.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                reaper.kill()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -202,4 +225,7 @@ class ManagedVllmServer:
 
     def __del__(self):
         if getattr(self, "proc", None) is not None:
-            self.stop()
+            try:
+                self.stop()
+            except Exception:  # noqa: BLE001 - interpreter shutdown: modules may be gone
+                pass

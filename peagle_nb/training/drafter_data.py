@@ -115,6 +115,36 @@ def generate(target, prompts: list[torch.Tensor], total_len: int, temperature: f
     return out
 
 
+@torch.no_grad()
+def generate_padded(target, prompts: list[torch.Tensor], max_new_tokens: int, pad_id: int = 0,
+                    device=None) -> list[torch.Tensor]:
+    """Greedy continuations of prompts of different lengths in ONE left-padded batch -> ``prompt + new``
+    per prompt. Padding can flip a near-tie argmax, so callers that need the exact unbatched greedy text
+    check it against an unpadded forward (``drafter_eval.evaluate_head`` truncates at the first flip)."""
+    device = device or next(target.parameters()).device
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(prompts), width, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p):] = p
+        mask[i, width - len(p):] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    pos = (mask.cumsum(1) - 1).clamp(min=0)
+    res = target(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+    past, out = res.past_key_values, []
+    nxt = res.logits[:, -1].argmax(-1, keepdim=True)
+    for step in range(max_new_tokens):
+        out.append(nxt)
+        if step == max_new_tokens - 1:
+            break
+        mask = torch.cat([mask, torch.ones_like(nxt)], 1)
+        pos = pos[:, -1:] + 1
+        res = target(input_ids=nxt, attention_mask=mask, position_ids=pos, past_key_values=past, use_cache=True)
+        past, nxt = res.past_key_values, res.logits[:, -1].argmax(-1, keepdim=True)
+    new = torch.cat(out, 1).cpu()
+    return [torch.cat([p, new[i]]) for i, p in enumerate(prompts)]
+
+
 def choose_draft_vocab(token_counts: torch.Tensor, draft_vocab_size: int) -> torch.Tensor:
     """The ``draft_vocab_size`` most frequent target ids (ties: lower id first), sorted ascending.
 

@@ -18,7 +18,7 @@ import torch
 
 from peagle_nb.models.heads import DraftHead
 from peagle_nb.models.target import target_features
-from peagle_nb.training.drafter_data import generate
+from peagle_nb.training.drafter_data import generate_padded
 from peagle_nb.training.drafter_forward import all_anchor_drafts
 
 
@@ -68,6 +68,27 @@ def summarize(steps: list[int], k: int) -> dict:
             "accept_rate_per_position": [float((s >= j).sum()) / n for j in range(1, k + 1)]}
 
 
+_REFERENCES: dict = {}  # (target id, prompts, max_new) -> greedy references, shared by the heads of one run
+
+
+@torch.no_grad()
+def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int, device=None) -> list[torch.Tensor]:
+    """Exact greedy continuations: one padded batch, each checked against an unpadded forward and cut at
+    the first token a padding-induced near-tie flipped (rare)."""
+    device = device or next(target.parameters()).device
+    key = (id(target), tuple(tuple(p.tolist()) for p in prompts), max_new_tokens)
+    if key in _REFERENCES:
+        return _REFERENCES[key]
+    refs = []
+    for p, seq in zip(prompts, generate_padded(target, prompts, max_new_tokens, device=device)):
+        nxt = target(input_ids=seq[None].to(device)).logits[0].argmax(-1).cpu()
+        bad = (nxt[len(p) - 1:-1] != seq[len(p):]).nonzero()
+        refs.append(seq[: len(p) + int(bad[0])] if len(bad) else seq)
+    _REFERENCES.clear()
+    _REFERENCES[key] = refs
+    return refs
+
+
 @torch.no_grad()
 def evaluate_head(target, head: DraftHead, prompts: list[torch.Tensor], max_new_tokens: int = 128,
                   ks=range(1, 9), device=None) -> dict:
@@ -75,9 +96,8 @@ def evaluate_head(target, head: DraftHead, prompts: list[torch.Tensor], max_new_
     device = device or next(target.parameters()).device
     k_max = max(ks)
     per_k = {k: [] for k in ks}
-    for p in prompts:
-        seq = generate(target, [p], len(p) + max_new_tokens, device=device)  # [1, T] greedy reference
-        seq = seq.to(device)
+    for p, seq in zip(prompts, greedy_references(target, prompts, max_new_tokens, device)):
+        seq = seq[None].to(device)
         res = target(input_ids=seq, output_hidden_states=True)
         feats = target_features(res.hidden_states, head.aux_layer_ids).float()
         target_next = res.logits[0].argmax(-1)

@@ -117,6 +117,13 @@ def test_moving_the_k_slider_changes_the_plot(voila_url):
             assert after != before
             assert "K=3" in page.locator(".widget-html").first.inner_text()
             page.screenshot(path=str(ARTIFACTS / "07_dashboard_k3.png"))
+
+            model = page.locator(".widget-toggle-buttons button", has_text="model")
+            if model.count():  # measured results exist: switch to the model fitted to them
+                model.first.click()
+                page.wait_for_function("() => document.querySelector('.widget-html').innerText.includes('.json')",
+                                       timeout=30_000)
+                page.screenshot(path=str(ARTIFACTS / "07_dashboard_model.png"))
         finally:
             browser.close()
     assert (ARTIFACTS / "07_dashboard_k3.png").stat().st_size > 10_000

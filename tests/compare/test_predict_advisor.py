@@ -103,3 +103,15 @@ def test_measured_best_from_end_to_end_runs():
     assert rows[0]["peagle_over_eagle3"] == pytest.approx(1.25)
     assert rows[0]["peagle_speedup"] == pytest.approx(1.75)
     assert "peagle_over_eagle3" not in rows[1]
+
+
+def test_tau_cross_check_matches_runs_across_runtimes():
+    from peagle_nb.compare.advisor import tau_cross_check
+
+    engine = [{"method": "peagle", "k": 4, "prompt_set": "prose", "tau": 2.5},
+              {"method": "none", "k": 0, "prompt_set": "prose", "tau": 1.0}]
+    vllm = [{"method": "peagle", "k": 4, "prompt_set": "prose.jsonl", "tau": 2.4, "concurrency": 1},
+            {"method": "peagle", "k": 4, "prompt_set": "prose.jsonl", "tau": 2.4, "concurrency": 4},
+            {"method": "eagle3", "k": 4, "prompt_set": "prose.jsonl", "tau": 2.0}]
+    rows = tau_cross_check(engine, vllm)
+    assert len(rows) == 1 and rows[0]["rel_diff"] == pytest.approx(-0.04)

@@ -82,3 +82,12 @@ def test_eval_bad_prompt_file(artifacts, capsys, tmp_path):
     rc = main(["eval", "--method", "none", "--prompts", str(tmp_path / "missing.jsonl"),
                "--target", str(artifacts / "target")])
     assert rc == 2 and "not found" in capsys.readouterr().err
+
+
+def test_eval_sampling(artifacts, capsys):
+    rc = main(["eval", "--method", "eagle3", "--k", "2", "--prompts", str(artifacts / "prompts.jsonl"),
+               "--max-new-tokens", "8", "--temperature", "0.8", "--json", "--target", str(artifacts / "target"),
+               "--head", str(artifacts / "tiny-eagle3")])
+    rec = json.loads(capsys.readouterr().out)
+    assert rc == 0 and rec["temperature"] == 0.8
+    assert rec["lossless"] is None  # sampled output is checked statistically (test_rejection_sampling), not by equality

@@ -28,9 +28,26 @@ def test_notebook_06_local_emulation(run_notebook):
     for c in (1, 2):
         assert rec[f"bench.peagle.c{c}.tokens_per_s"] > 0.5
         assert rec[f"bench.peagle.c{c}.ttft_ms"] > 0
-        assert 1.0 <= rec[f"bench.peagle.c{c}.tau"] <= 5.0  # 1 + accepted per step, K=4
+        # tau = 1 + accepted drafts per step (K=4): the trained head's drafts are accepted through the
+        # SageMaker route (2.18 measured with greedy decoding on the shipped tiny models).
+        assert 1.2 < rec[f"bench.peagle.c{c}.tau"] <= 5.0
     # Gated cells said why they skipped; the cleanup cell left nothing.
     skipped = {k[len("skipped."):]: v for k, v in rec.items() if k.startswith("skipped.")}
     assert "AWS credentials" in skipped["aws_deploy"] and "SMOKE=False" in skipped["eagle3_baseline"]
     assert "jumpstart_deploy" in skipped
     assert rec["cleanup.deleted_endpoints"] == 1 and rec["cleanup.live_after"] == 0
+
+
+def test_notebook_06_aws_mode_without_credentials_skips_and_says_why(run_notebook, monkeypatch):
+    """MODE='aws' on a machine without AWS access: the plan is still built and validated, every AWS cell
+    is skipped with its reason, nothing is deployed, and the cleanup cell finds nothing to delete."""
+    pytest.importorskip("sagemaker.core")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent-home-for-aws-test")  # no ~/.aws/credentials
+    rec = run_notebook(NOTEBOOK, SMOKE=True, MODE="aws").records
+    assert rec["prereq.aws_ready"] is False
+    assert "credentials absent" in rec["skipped.aws_deploy"]
+    assert not any(k.startswith(("bench.", "invoke.", "local.")) for k in rec)
+    assert rec["dry_run.n_requests"] == 3 and rec["cleanup.deleted_endpoints"] == 0

@@ -14,7 +14,6 @@ Streaming invocation is not implemented by moto (tested with a fake runtime clie
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -62,10 +61,13 @@ def aws(monkeypatch):
         monkeypatch.setattr(SageMakerResponse, op,
                             lambda self, _o=orig: ActionResult(_drop_empty(dict(_o(self).result))))
 
+    from peagle_nb.sagemaker import deploy
+
     with mock_aws():
         session = boto3.Session(region_name=REGION)
         session.client("s3").create_bucket(Bucket=BUCKET)
         yield session
+        deploy.delete_all()  # a test that failed halfway must not leave deployments registered
 
 
 @pytest.fixture

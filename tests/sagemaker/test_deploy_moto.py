@@ -78,6 +78,7 @@ def test_local_weights_are_uploaded_attached_and_removed(aws, tmp_path):
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
     assert keys == [f"peagle-nb/{plan.run_id}/{d}/{f}" for d in ("draft", "model")
                     for f in ("config.json", "model.safetensors")]
+    assert {"Key": "peagle-nb:run", "Value": plan.run_id} in s3.get_object_tagging(Bucket=BUCKET, Key=keys[0])["TagSet"]
     container = aws.client("sagemaker").describe_model(ModelName=plan.resource_name)["PrimaryContainer"]
     assert container["AdditionalModelDataSources"][0]["ChannelName"] == "draft"
     assert container["AdditionalModelDataSources"][0]["S3DataSource"]["S3Uri"] == plan.head_s3_uri
@@ -178,3 +179,34 @@ def test_jumpstart_route_builds_offline_and_needs_role(aws):
     mb = dep.builder()  # ModelBuilder.from_jumpstart_config: constructing it makes no paid call
     assert type(mb).__name__ == "ModelBuilder" and mb.config_name == "p-eagle"
     assert leftovers(aws) == NOTHING
+
+
+def test_endpoint_that_refuses_deletion_while_creating_is_retried(aws, endpoint_script, monkeypatch):
+    from moto.sagemaker.exceptions import ValidationError
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    endpoint_script(["Creating"])
+    original, refusals = SageMakerModelBackend.delete_endpoint, []
+
+    def busy_then_ok(self, endpoint_name):
+        if len(refusals) < 2:
+            refusals.append(endpoint_name)
+            raise ValidationError(message="Cannot delete endpoint while it is Creating")
+        return original(self, endpoint_name)
+
+    monkeypatch.setattr(SageMakerModelBackend, "delete_endpoint", busy_then_ok)
+    with pytest.raises(DeploymentFailed):
+        Deployment(_plan(), session=aws, progress=lambda s: None, poll_s=0).create(timeout_s=0)
+    assert len(refusals) == 2 and leftovers(aws) == NOTHING
+
+
+def test_delete_all_empties_the_registry(aws):
+    """What the notebook's last cell (and interpreter exit) does when earlier cells did not clean up."""
+    from peagle_nb.sagemaker import deploy
+
+    plans = [_plan(), _plan(k=5)]
+    for plan in plans:
+        Deployment(plan, session=aws, progress=lambda s: None, poll_s=0).create()
+    assert len(deploy.live_deployments()) == 2 and len(leftovers(aws)["endpoints"]) == 2
+    assert deploy.delete_all() == 2
+    assert deploy.live_deployments() == [] and leftovers(aws) == NOTHING

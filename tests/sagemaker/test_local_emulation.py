@@ -60,6 +60,7 @@ def test_local_container_emulation_end_to_end():
         metrics = backend.spec_metrics()
         assert metrics["num_drafts"] > 0 and metrics["num_draft_tokens"] == k * metrics["num_drafts"]
         assert len(metrics["accepted_per_position"]) == k
+        assert metrics["num_accepted_tokens"] > 0  # the trained P-EAGLE head's drafts are accepted
         pids = server.process_tree()
         assert pids
     assert ep.server is None and not server.is_running()
@@ -70,10 +71,11 @@ def test_local_container_emulation_end_to_end():
 
 def test_a_head_for_another_target_is_refused_before_vllm_starts(tmp_path):
     from peagle_nb import checkpoint
-    from peagle_nb.models.target import make_config
 
-    small, big = (make_config(512, 0, 1, hidden_size=h, intermediate_size=2 * h, num_attention_heads=2,
-                              num_key_value_heads=2).to_dict() for h in (64, 128))
+    small, big = ({"model_type": "llama", "vocab_size": 512, "hidden_size": h, "intermediate_size": 2 * h,
+                   "num_hidden_layers": 8, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 32,
+                   "rms_norm_eps": 1e-5, "max_position_embeddings": 1024, "tie_word_embeddings": True}
+                  for h in (64, 128))
     (tmp_path / "target").mkdir()
     (tmp_path / "target" / "config.json").write_text(json.dumps(big))
     cfg = checkpoint.head_config_for_target(small, "peagle", num_layers=1, mask_token_id=2, trained_k=6)

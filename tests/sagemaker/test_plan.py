@@ -129,3 +129,22 @@ def test_presets_agree_with_the_serving_presets():
         flags = [f for f in theirs.engine_flags if f.startswith("--")]
         assert all(flag_to_env(f) in plan.env for f in flags), name
     assert checked >= 3
+
+
+def test_missing_aws_libraries_name_the_extra(monkeypatch):
+    import importlib
+
+    from peagle_nb.sagemaker import _deps
+
+    real = importlib.import_module
+
+    def no_boto(name, *a, **k):
+        if name.startswith("boto3"):
+            raise ImportError("No module named 'boto3'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", no_boto)
+    with pytest.raises(_deps.MissingDependency, match=r"\.\[sagemaker\]"):
+        _deps.require("boto3")
+    # Planning itself needs neither boto3 nor AWS.
+    assert build_plan("tiny-peagle").k == 4

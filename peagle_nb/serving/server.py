@@ -132,6 +132,8 @@ class ManagedVllmServer:
         if self.proc is not None:
             raise RuntimeError("server already started")
         env = dict(os.environ)
+        # offline.make_llm sets this for in-process engines; a server runs its engine core as a child process
+        env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
         runtime_env.apply_defaults(env)
         env.update(self.env)
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()

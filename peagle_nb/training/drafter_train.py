@@ -65,7 +65,7 @@ class DrafterTrainConfig:
 
     @classmethod
     def smoke_config(cls, kind: str, out: Path, **overrides) -> "DrafterTrainConfig":
-        base = dict(kind=kind, out=out, steps=20, batch_size=8, lr=3e-3, warmup_steps=3, n_sequences=16,
+        base = dict(kind=kind, out=out, steps=15, batch_size=8, lr=3e-3, warmup_steps=3, n_sequences=16,
                     seq_len=64, prompt_lengths=(12, 16), draft_vocab_size=256, eval_prompts=1,
                     eval_max_new_tokens=16, smoke=True, log_every=5, k=4 if kind == "peagle" else 3)
         base.update({k: v for k, v in overrides.items() if v is not None})

@@ -74,6 +74,9 @@ def measured_best(runs: Sequence[dict]) -> list[dict]:
         for m in ("eagle3", "peagle"):
             if f"{m}_tokens_per_s" in row and "none_tokens_per_s" in row:
                 row[f"{m}_speedup"] = row[f"{m}_tokens_per_s"] / row["none_tokens_per_s"]
+        best = max((m for m in ("none", "eagle3", "peagle") if f"{m}_tokens_per_s" in row),
+                   key=lambda m: row[f"{m}_tokens_per_s"])
+        row["winner"] = best if best == "none" else f"{best} K={row[f'{best}_best_k']}"
         rows.append(row)
     return rows
 

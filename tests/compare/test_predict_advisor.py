@@ -103,6 +103,7 @@ def test_measured_best_from_end_to_end_runs():
     assert rows[0]["peagle_over_eagle3"] == pytest.approx(1.25)
     assert rows[0]["peagle_speedup"] == pytest.approx(1.75)
     assert "peagle_over_eagle3" not in rows[1]
+    assert rows[0]["winner"] == "peagle K=4" and rows[1]["winner"] == "peagle K=4"
 
 
 def test_tau_cross_check_matches_runs_across_runtimes():

@@ -35,5 +35,7 @@ def test_notebook_05_serves_peagle_in_vllm(run_notebook):
         assert rec[f"bench.c{c}.failed"] == 0
         assert rec[f"bench.c{c}.tokens_per_s"] > 0 and rec[f"bench.c{c}.ttft_ms"] > 0
         assert 1.0 <= rec[f"bench.c{c}.tau"] <= rec["offline.peagle.k"] + 1
+    # the server's acceptance over the benchmark (same prompts, K, greedy) agrees with the offline engine
+    assert rec["bench.c1.tau"] == pytest.approx(rec["offline.peagle.tau"], rel=0.10)
     assert rec["server.processes_left"] == 0
     assert "gpu_preset" in result.skipped or rec.get("gpu.c1.tokens_per_s", 0) > 0

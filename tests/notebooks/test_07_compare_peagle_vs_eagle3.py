@@ -74,7 +74,7 @@ def test_notebook_07_with_the_shipped_results(run_notebook):
         assert "measured_scenarios" in result.skipped
     if "vllm_cpu.json" in rec["data.measured_files"] and engine_files:  # same heads in vLLM and the engine
         for f in engine_files:
-            assert rec[f"measured.vllm_cpu.tau_vs_{f.removesuffix('.json')}.mean_abs_rel_diff"] < 0.3
+            assert rec[f"measured.vllm_cpu.tau_vs_{f.removesuffix('.json')}.mean_abs_rel_diff"] < 0.35
 
 
 def test_notebook_07_recommends_the_known_best_k_on_a_synthetic_sweep(run_notebook, tmp_path):

@@ -53,19 +53,3 @@ def document_ids(domain: str, split: str) -> list[str]:
     """Ids (``shakespeare/hamlet``, ``stdlib/json/decoder.py``) matching :func:`load_documents` order."""
     _check(domain, split)
     return [doc_id for doc_id, s, _ in _read(domain) if s == split]
-
-
-def load_prompts(domain_or_path: str | Path) -> list[dict]:
-    """The held-out prompt set ``data/prompts/<domain>.jsonl`` (or any such file): dicts with ``id``,
-    ``domain``, ``prompt`` (text taken from heldout documents only; see ``data/prompts/README.md``)."""
-    path = Path(domain_or_path)
-    if str(domain_or_path) in DOMAINS:
-        path = paths.prompts_dir() / f"{domain_or_path}.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"prompt file {path} not found. Fix: pass 'prose', 'code' or a .jsonl path with "
-                                f'one {{"id", "domain", "prompt"}} object per line.')
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    bad = [i for i, r in enumerate(rows) if not isinstance(r, dict) or not str(r.get("prompt", "")).strip()]
-    if bad or not rows:
-        raise ValueError(f"{path}: {'no prompts' if not rows else f'lines {bad[:5]} have no non-empty prompt'}")
-    return rows

@@ -11,7 +11,7 @@ import pytest
 
 from peagle_nb import results
 from peagle_nb.bench.client import Backend, UsageChunk, run_benchmark
-from peagle_nb.bench.prompts import load_prompts
+from peagle_nb.prompts import load_prompts
 
 
 class ScriptedBackend:

@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from peagle_nb.prompts import load_prompt_records
+
 from peagle_nb import corpus
 from peagle_nb.paths import data_dir
 
@@ -57,12 +59,12 @@ def test_bad_domain_or_split_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown split"):
         corpus.load_documents("prose", "test")
     with pytest.raises(FileNotFoundError, match="prompt file"):
-        corpus.load_prompts("nope.jsonl")
+        load_prompt_records("nope.jsonl")
 
 
 @pytest.mark.parametrize("domain", corpus.DOMAINS)
 def test_prompts_are_held_out(domain):
-    rows = corpus.load_prompts(domain)
+    rows = load_prompt_records(domain)
     assert len(rows) >= 32
     assert len({r["id"] for r in rows}) == len(rows) and len({r["prompt"] for r in rows}) == len(rows)
     held_ids = set(corpus.document_ids(domain, "heldout"))

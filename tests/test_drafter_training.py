@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from peagle_nb.models.heads import DraftHead, DraftHeadConfig, load_head
-from peagle_nb.training.cod import (cod_attention_mask, cod_keep_fractions, cod_sample, full_layout,
+from peagle_nb.training.cod import (cod_attention_mask, cod_keep_fractions, cod_sample,
                                     ttt_attention_mask)
 from peagle_nb.training.drafter_eval import accepted_lengths, summarize, walk_steps
 from peagle_nb.training.drafter_forward import all_anchor_drafts, eagle3_unroll, peagle_layout_forward

@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from peagle_nb.corpus import load_documents, load_prompts
+from peagle_nb.corpus import load_documents
+from peagle_nb.prompts import load_prompt_records as load_prompts
 from peagle_nb.models.target import aux_layer_ids, load_target, mask_token_id, target_features
 from peagle_nb.training.target import heldout_loss, token_stream
 

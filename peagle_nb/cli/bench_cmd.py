@@ -25,7 +25,7 @@ def run(args) -> int:
     from peagle_nb import results
     from peagle_nb.bench.client import run_benchmark
     from peagle_nb.bench.openai_backend import OpenAIBackend
-    from peagle_nb.bench.prompts import load_prompts
+    from peagle_nb.prompts import load_prompts
 
     try:
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]

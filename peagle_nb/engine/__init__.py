@@ -11,7 +11,8 @@ verification with KV-cache rollback, per-step statistics. Explained in notebooks
 
 from peagle_nb.engine.checks import HeadMismatchError
 from peagle_nb.engine.decoder import SpecDecoder
-from peagle_nb.engine.evaluate import best_k, evaluate, load_prompts, sweep
+from peagle_nb.engine.evaluate import best_k, evaluate, sweep
+from peagle_nb.prompts import load_prompts
 from peagle_nb.engine.stats import GenerationResult, StepStats
 
 __all__ = ["GenerationResult", "HeadMismatchError", "SpecDecoder", "StepStats", "best_k", "evaluate",

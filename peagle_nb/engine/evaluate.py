@@ -7,36 +7,10 @@ Explained in notebooks 01-03.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Iterable, Sequence
 
 from peagle_nb import metrics
 from peagle_nb.engine.decoder import SpecDecoder
-
-
-def load_prompts(path: str | Path, limit: int | None = None) -> list[str]:
-    """Prompts from a JSONL file of ``{"id", "domain", "prompt"}`` objects (data/prompts/*.jsonl)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"prompt file {path} not found; the held-out sets are data/prompts/prose.jsonl "
-                                "and data/prompts/code.jsonl")
-    prompts = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not a JSON object ({exc})") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
-            raise ValueError(f"{path}:{n}: each line needs a string field 'prompt'")
-        if not obj["prompt"].strip():
-            raise ValueError(f"{path}:{n}: empty prompt; remove the line or give it text")
-        prompts.append(obj["prompt"])
-    if not prompts:
-        raise ValueError(f"{path} holds no prompts")
-    return prompts[:limit] if limit else prompts
 
 
 def encode_prompts(tokenizer, prompts: Sequence) -> list[list[int]]:

@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     import torch
 
     from peagle_nb import paths
-    from peagle_nb.engine.evaluate import load_prompts
+    from peagle_nb.prompts import load_prompts
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
 

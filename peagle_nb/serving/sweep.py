@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from peagle_nb import paths, results
-    from peagle_nb.bench.prompts import load_prompts
+    from peagle_nb.prompts import load_prompts
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default=str(paths.models_dir() / "tiny-target"))

@@ -1,7 +1,6 @@
 """tau, per-position rates, conditional alphas (peagle-facts section 2) and per-step statistics."""
 
 import pytest
-import torch
 
 from peagle_nb import metrics
 from peagle_nb.engine import SpecDecoder

@@ -4,7 +4,6 @@ Statistical tests with fixed seeds (deterministic) and a negative control: the s
 sampler that skips rejection (accepts every draft) must fail, so the test has power.
 """
 
-import itertools
 
 import numpy as np
 import pytest

@@ -63,7 +63,7 @@ def prompt_ids(tiny_models) -> list[list[int]]:
     tok = AutoTokenizer.from_pretrained(tiny_models.target)
     prompts_file = paths.prompts_dir() / "prose.jsonl"
     if prompts_file.is_file():
-        from peagle_nb.bench.prompts import load_prompts
+        from peagle_nb.prompts import load_prompts
 
         texts = load_prompts(prompts_file, 4)
     else:

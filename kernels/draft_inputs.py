@@ -33,6 +33,9 @@ from peagle_kernels._common import (check_int_tensor, check_same_device, launch_
 
 MASK_ROW = -1  # hidden_src value: take the shared (projected) mask hidden state
 PAD_ROW = -2  # hidden_src value: a padding row, zero hidden state
+# Launch shape (measured on an H200, see data/results/kernels_h200.json): elements per program and per thread.
+TILE = 32
+ELEMS_PER_THREAD = 1
 
 
 class DraftInputs(NamedTuple):
@@ -52,64 +55,70 @@ def draft_inputs_kernel(
     tok_ptr, pos_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
     out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr, out_hmap_ptr, out_hsrc_ptr,
     out_slot_ptr, out_qsl_ptr,
-    N_in, K, mask_id, pad_id, pad_slot, block_size, max_len,
-    BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
+    B, N_in, K, mask_id, pad_id, pad_slot, max_len,
+    BLOCK_SIZE: tl.constexpr,  # KV block size: a constant divisor compiles to a multiply, not a slow division
+    REQS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    r = tl.program_id(0)  # one request per program along axis 0
-    blk = tl.program_id(1)  # token blocks along axis 1 (a program loops if its request is longer)
+    # A [REQS, BLOCK_T] tile: REQS requests per program (fewer, fuller programs for short decode requests),
+    # token blocks along axis 1 (a program loops if its request is longer).
+    rs = tl.program_id(0) * REQS + tl.arange(0, REQS)
+    blk = tl.program_id(1)
     nblk = tl.num_programs(1)
-    qs = tl.load(qsl_ptr + r).to(tl.int32)
-    qe = tl.load(qsl_ptr + r + 1).to(tl.int32)
-    qlen = qe - qs
+    r_ok = rs < B
+    # Every per-request scalar in one round of independent loads; the latency chain is then only
+    # query start -> (first position, tokens) -> block table -> stores.
+    qs = tl.load(qsl_ptr + rs, mask=r_ok, other=0).to(tl.int32)
+    qe = tl.load(qsl_ptr + rs + 1, mask=r_ok, other=0).to(tl.int32)
+    nrej = tl.load(nrej_ptr + rs, mask=r_ok, other=0).to(tl.int32)
+    bonus = tl.load(bonus_ptr + rs, mask=r_ok, other=0)
+    qlen = qe - qs  # 0 for the tile's rows past B: they behave as empty requests and store nothing
     active = qlen > 0
-    nrej = tl.load(nrej_ptr + r).to(tl.int32)
-    # Valid shifted tokens. An empty request gets nv = -K so that every row below lands in the padding
-    # region (this also avoids `block & scalar_bool`, which Triton 3.9's interpreter mis-types).
+    # Valid shifted tokens. An empty request gets nv = -K so that every row below lands in the padding region.
     nv = tl.where(active, qlen - 1 - nrej, -K)
-    out_start = qs + r * (K - 1)
-    total = qlen + K - 1
-    start_pos = tl.load(pos_ptr + tl.where(active, qs, 0)).to(tl.int64)  # N_in >= 1 (launcher)
-    bonus = tl.load(bonus_ptr + r)
+    out_start = qs + rs * (K - 1)
+    total = tl.where(r_ok, qlen + K - 1, 0)
+    start_pos = tl.load(pos_ptr + qs, mask=active, other=0).to(tl.int32)  # int32 math below, int64 stores
     if blk == 0:
-        tl.store(out_qsl_ptr + r + 1, qe + (r + 1) * (K - 1))
-        if r == 0:
-            tl.store(out_qsl_ptr, qs)
-        ks = tl.arange(0, BLOCK_K)  # an empty request has nothing to sample
-        tl.store(out_sample_ptr + r * K + ks, tl.full([BLOCK_K], -1, tl.int32), mask=(ks < K) & ((ks * 0 + qlen) == 0))
+        tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=r_ok)
+        tl.store(out_qsl_ptr + rs, qs, mask=rs == 0)
+        ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
+        tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
+                 mask=(ks < K) & (qlen[:, None] == 0) & r_ok[:, None])
 
-    for start in range(blk * BLOCK_T, total, nblk * BLOCK_T):
-        j = start + tl.arange(0, BLOCK_T)
-        in_bounds = j < total
-        is_valid = j < nv
-        is_bonus = j == nv
-        is_mask = (j > nv) & (j < nv + K)
+    qs2, nv2, qlen2, total2 = qs[:, None], nv[:, None], qlen[:, None], total[:, None]
+    for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
+        j = start + tl.arange(0, BLOCK_T)[None, :]
+        in_bounds = j < total2
+        is_valid = j < nv2
+        is_bonus = j == nv2
+        is_mask = (j > nv2) & (j < nv2 + K)
         is_rej = ~(is_valid | is_bonus | is_mask)
-        out_idx = out_start + j
+        out_idx = out_start[:, None] + j
 
-        in_idx = tl.minimum(qs + 1 + j, N_in - 1)
+        in_idx = tl.minimum(qs2 + 1 + j, N_in - 1)
         ids = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
-        ids = tl.where(is_bonus, bonus.to(ids.dtype), ids)
+        ids = tl.where(is_bonus, bonus[:, None].to(ids.dtype), ids)
         ids = tl.where(is_mask, mask_id, ids)
         ids = tl.where(is_rej, pad_id, ids)
 
-        positions = tl.where(is_rej, 0, start_pos + j)
+        positions = tl.where(is_rej, 0, start_pos[:, None] + j)
         # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
         no_store = is_rej | (positions >= max_len)
         p = tl.minimum(positions, max_len - 1)
-        block_no = tl.load(bt_ptr + r * bt_stride + p // block_size, mask=in_bounds & ~no_store, other=0)
-        slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * block_size + p % block_size)
+        block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=in_bounds & ~no_store, other=0)
+        slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
 
-        hsrc = tl.where(is_mask, -1, tl.where(j < qlen, qs + j, -2))
+        hsrc = tl.where(is_mask, -1, tl.where(j < qlen2, qs2 + j, -2))
         is_new = (is_bonus | is_mask) & in_bounds
 
         tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
-        tl.store(out_pos_ptr + out_idx, positions, mask=in_bounds)
+        tl.store(out_pos_ptr + out_idx, positions.to(tl.int64), mask=in_bounds)
         tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
         tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
         tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
         tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
-        tl.store(out_sample_ptr + r * K + (j - nv), out_idx, mask=is_new)
-        tl.store(out_hmap_ptr + qs + j, out_idx, mask=j < qlen)  # hidden states are not shifted
+        tl.store(out_sample_ptr + rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
+        tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
 
 
 def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_len, check_values):
@@ -192,6 +201,9 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     rows = (max_query_len + k - 1) if max_query_len is not None else 2 * k
     BLOCK_T = min(256, next_pow2(rows))
     n_blocks = triton.cdiv(rows, BLOCK_T) if max_query_len is not None else 1
+    # Short (decode) requests share a program: REQS * BLOCK_T ~ TILE elements, ELEMS_PER_THREAD each.
+    reqs = max(1, min(next_pow2(B), TILE // BLOCK_T))
+    num_warps = max(1, min(8, reqs * BLOCK_T // (32 * ELEMS_PER_THREAD)))
     bt = block_table if block_table.stride(1) == 1 else block_table.contiguous()
     # the kernel indexes 1-D inputs with unit stride (no-ops for the usual contiguous tensors)
     target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected = (
@@ -199,12 +211,12 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     if N_in == 0:  # every request is empty: give the kernel one readable (never used) input row
         target_token_ids = torch.zeros(1, dtype=target_token_ids.dtype, device=device)
         target_positions = torch.zeros(1, dtype=target_positions.dtype, device=device)
-    runnable(draft_inputs_kernel, device)[(B, n_blocks)](
+    runnable(draft_inputs_kernel, device)[(triton.cdiv(B, reqs), n_blocks)](
         target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, bt, bt.stride(0),
         out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices, out.hidden_state_mapping,
         out.hidden_src, out.slot_mapping, out.query_start_loc,
-        N_in, k, mask_token_id, padding_token_id, padding_slot_id, block_size, max_model_len,
-        BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k), num_warps=1 if BLOCK_T <= 64 else 4)
+        B, N_in, k, mask_token_id, padding_token_id, padding_slot_id, max_model_len,
+        BLOCK_SIZE=block_size, REQS=reqs, BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k), num_warps=num_warps)
     return out
 
 

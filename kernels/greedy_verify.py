@@ -22,6 +22,10 @@ import triton.language as tl
 from peagle_kernels._common import (check_int_tensor, check_same_device, launch_floor_us, next_pow2, runnable,
                                     time_variants, use_triton_for)
 
+# Launch shape (measured on an H200, see data/results/kernels_h200.json): elements per program and per thread.
+TILE = 64
+ELEMS_PER_THREAD = 1
+
 
 @triton.jit
 def greedy_verify_kernel(
@@ -40,12 +44,12 @@ def greedy_verify_kernel(
     else:
         nd = tl.zeros([BLOCK_B], dtype=tl.int32) + K
     rows64 = rows.to(tl.int64)
+    # Drafts and the target row (bonus column included) are loaded whole, independently of num_drafts, so all
+    # three loads share one memory round trip; columns past num_drafts are masked out in registers below.
     d = tl.load(draft_ptr + rows64[:, None] * K + cols[None, :],
-                mask=row_ok[:, None] & (cols[None, :] < nd[:, None]), other=0)
-    # Load the target row up to nd (bonus column included) in the same round trip as the drafts, so the
-    # bonus comes out of registers instead of a second, dependent load.
+                mask=row_ok[:, None] & (cols[None, :] < K), other=0)
     t = tl.load(target_ptr + rows64[:, None] * (K + 1) + cols[None, :],
-                mask=row_ok[:, None] & (cols[None, :] <= nd[:, None]), other=0)
+                mask=row_ok[:, None] & (cols[None, :] <= K), other=0)
     # The prefix stops at the first mismatch or at the end of this request's drafts; column nd <= K
     # is always inside the tile (BLOCK_K > K) and always stops, so `accepted` <= nd.
     stop = (d != t) | (cols[None, :] >= nd[:, None])
@@ -97,11 +101,12 @@ def greedy_verify(draft_tokens: torch.Tensor, target_tokens: torch.Tensor, num_d
     if B == 0:
         return accepted, bonus, rejected
     BLOCK_K = next_pow2(K + 1)
-    BLOCK_B = max(1, min(64, next_pow2(B), 1024 // BLOCK_K))
+    BLOCK_B = max(1, min(next_pow2(B), TILE // BLOCK_K))
+    num_warps = max(1, min(8, BLOCK_B * BLOCK_K // (32 * ELEMS_PER_THREAD)))
     nd = num_drafts if num_drafts is not None else accepted  # dummy pointer, never read
     runnable(greedy_verify_kernel, device)[(triton.cdiv(B, BLOCK_B),)](
         draft_tokens.contiguous(), target_tokens.contiguous(), nd.contiguous(), accepted, bonus, rejected, B, K,
-        HAS_NUM_DRAFTS=num_drafts is not None, BLOCK_B=BLOCK_B, BLOCK_K=BLOCK_K, num_warps=1 if BLOCK_B <= 8 else 4)
+        HAS_NUM_DRAFTS=num_drafts is not None, BLOCK_B=BLOCK_B, BLOCK_K=BLOCK_K, num_warps=num_warps)
     return accepted, bonus, rejected
 
 

@@ -98,9 +98,10 @@ def test_cli_run_notebooks_reports_failing_notebook(tmp_path, monkeypatch, capsy
     assert summary["failed"] == ["00_setup_and_environment_check.ipynb"] and summary["mode"] == "smoke"
 
 
-def test_cli_run_notebooks_writes_summary(tmp_path, capsys):
-    out = tmp_path / "out"
-    assert cli_main(["run-notebooks", "--smoke", "--only", "00", "--out", str(out)]) == 0
+def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative --out is relative to where the user runs the command
+    out = tmp_path / "build" / "notebooks"
+    assert cli_main(["run-notebooks", "--smoke", "--only", "00", "--out", "build/notebooks"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     (nb,) = summary["notebooks"]
     assert nb["status"] == "ok" and nb["parameters"] == {"SMOKE": True}

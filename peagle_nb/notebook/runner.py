@@ -80,7 +80,7 @@ def execute_notebook(
         src = paths.notebooks_dir() / src
     if not src.exists():
         raise FileNotFoundError(f"notebook not found: {src}")
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).resolve()  # the child runs in notebooks/, so relative paths would move
     out_dir.mkdir(parents=True, exist_ok=True)
     dst = out_dir / src.name
     params = dict(parameters or {})
@@ -159,7 +159,7 @@ def run_series(
     from peagle_nb.capabilities import detect
 
     specs = select(only)
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     results: list[NotebookResult] = []
     for i, spec in enumerate(specs, 1):

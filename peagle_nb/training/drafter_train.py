@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from peagle_nb.models.heads import DraftHead, config_for_target, drafter_layer_i
 from peagle_nb.models.target import load_target, mask_token_id
 from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, sample_prompt_ids
 from peagle_nb.training.drafter_eval import evaluate_head, read_prompt_ids
+from peagle_nb.training.schedule import lr_at
 
 
 @dataclass
@@ -140,12 +140,6 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[Dra
         torch.save({"key": key, "info": info, "data": {k: getattr(data, k).cpu() for k in (
             "tokens", "prompt_len", "features", "logits", "target_argmax", "draft_ids")}}, cfg.data_cache)
     return data, info
-
-
-def lr_at(cfg: DrafterTrainConfig, step: int, progress: float) -> float:
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
 def make_head(cfg: DrafterTrainConfig, target, tokenizer, draft_ids: torch.Tensor) -> DraftHead:

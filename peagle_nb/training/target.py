@@ -26,6 +26,7 @@ from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
 from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, make_config, save_target
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
+from peagle_nb.training.schedule import lr_at
 
 # 8 layers even in smoke mode so EAGLE-3's feature layers (2, 4, 5) stay distinct; head_dim 32 (vLLM CPU needs >= 32)
 SMOKE_ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=2,
@@ -145,12 +146,6 @@ def heldout_loss(model, stream: torch.Tensor, seq_len: int, max_windows: int | N
         count += win[:, 1:].numel()
     model.train(was_training)
     return total / count
-
-
-def lr_at(cfg: TargetTrainConfig, step: int, progress: float) -> float:
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
 @torch.no_grad()

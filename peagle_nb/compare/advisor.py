@@ -81,9 +81,27 @@ def measured_best(runs: Sequence[dict]) -> list[dict]:
     return rows
 
 
+def tau_same_prompts_check(runs: Sequence[dict]) -> list[dict]:
+    """Runs of an end-to-end file that also carry ``tau_engine`` (the suite's engine on the SAME prompts,
+    generation length and K, see ``peagle_nb.serving.sweep``): the acceptance length vLLM counted vs the
+    engine's. Same heads and inputs, greedy: these should agree (issue 5 allows 10%)."""
+    rows, seen = [], set()
+    for r in runs:
+        if r.get("tau") and r.get("tau_engine") and r.get("method") in ("eagle3", "peagle"):
+            kk = (r["method"], int(r["k"]), str(r.get("prompt_set") or ""))
+            if kk not in seen:
+                seen.add(kk)
+                rows.append({"method": kk[0], "k": kk[1], "prompt_set": kk[2], "tau_vllm": float(r["tau"]),
+                             "tau_engine": float(r["tau_engine"]),
+                             "rel_diff": (float(r["tau"]) - float(r["tau_engine"])) / float(r["tau_engine"])})
+    return rows
+
+
 def tau_cross_check(runs_a: Sequence[dict], runs_b: Sequence[dict]) -> list[dict]:
     """Acceptance length of the same (method, K, prompt set) measured by two runtimes (e.g. the suite's
-    engine and vLLM): acceptance is a property of the heads, so the two should roughly agree."""
+    engine and vLLM) in two different files: acceptance is a property of the heads, but the files may use
+    different prompt counts and generation lengths, so expect only rough agreement (see
+    :func:`tau_same_prompts_check` for the exact comparison)."""
     def key(r):
         ps = str(r.get("prompt_set") or "").removesuffix(".jsonl")
         return (r.get("method"), int(r.get("k") or 0), ps)

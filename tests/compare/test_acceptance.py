@@ -3,7 +3,7 @@ import math
 import pytest
 
 from peagle_nb.compare.acceptance import (AcceptanceCurve, alpha_from_tau, conditional_rates, curve_from_runs,
-                                          curve_from_tau, fit_decay, geometric_rates, tau_from_rates,
+                                          curve_from_tau, fit_decay, tau_from_rates,
                                           tau_geometric)
 
 

@@ -116,3 +116,18 @@ def test_tau_cross_check_matches_runs_across_runtimes():
             {"method": "eagle3", "k": 4, "prompt_set": "prose.jsonl", "tau": 2.0}]
     rows = tau_cross_check(engine, vllm)
     assert len(rows) == 1 and rows[0]["rel_diff"] == pytest.approx(-0.04)
+
+
+def test_tau_same_prompts_check_pairs_vllm_and_engine_on_the_same_runs():
+    from peagle_nb.compare import tau_same_prompts_check
+
+    runs = [
+        {"method": "peagle", "k": 4, "concurrency": 1, "prompt_set": "prose", "tau": 2.5, "tau_engine": 2.5},
+        {"method": "peagle", "k": 4, "concurrency": 4, "prompt_set": "prose", "tau": 2.5, "tau_engine": 2.5},
+        {"method": "eagle3", "k": 3, "concurrency": 1, "prompt_set": "prose", "tau": 2.2, "tau_engine": 2.0},
+        {"method": "none", "k": 0, "concurrency": 1, "tokens_per_s": 400.0},
+        {"method": "eagle3", "k": 5, "concurrency": 1, "tau": 3.0},  # no engine twin: not compared
+    ]
+    rows = tau_same_prompts_check(runs)
+    assert [(r["method"], r["k"]) for r in rows] == [("peagle", 4), ("eagle3", 3)]
+    assert rows[0]["rel_diff"] == 0.0 and abs(rows[1]["rel_diff"] - 0.1) < 1e-12

@@ -169,6 +169,49 @@ def test_smoke_training_cli(smoke_target, tmp_path):
     assert torch.equal(e3.target_to_draft_ids(), head.target_to_draft_ids())  # same data -> same draft vocab
 
 
+@pytest.mark.slow
+def test_smoke_training_options(smoke_target, tmp_path):
+    """--data-only shares one data set, --intermediate-size widens the MLP, --val-prompts measures new
+    corpus-train prompts, --init-from continues a run (and refuses a head of another shape)."""
+    from peagle_nb.cli import train_cmd
+
+    cache = tmp_path / "data.pt"
+    common = ["--smoke", "--target", str(smoke_target), "--device", "cpu", "--data-cache", str(cache)]
+    run = lambda *opts: train_cmd.run(argparse.Namespace(what="peagle", options=common + list(opts)))  # noqa: E731
+    assert run("--data-only") == 0 and cache.is_file()
+    blob = torch.load(cache)
+    assert set(blob["data"]) == {"tokens", "prompt_len", "draft_ids"}  # token ids only: the target is the teacher
+    assert blob["info"]["n_greedy"] == blob["info"]["n_sequences"]  # greedy continuations by default
+    first, second = tmp_path / "pe", tmp_path / "pe2"
+    assert run("--out", str(first), "--intermediate-size", "96", "--val-prompts", "2", "--steps", "6") == 0
+    log = json.loads((first / "training_log.json").read_text())
+    assert load_head(first).config.intermediate_size == 96
+    assert set(log["validation"]) == {"prose-val", "code-val"}
+    assert all(r["prompts"] == 2 for res in log["validation"].values() for r in res.values())
+    assert "## Validation" in (first / "README.md").read_text()
+    assert run("--out", str(second), "--intermediate-size", "96", "--init-from", str(first), "--steps", "4") == 0
+    log2 = json.loads((second / "training_log.json").read_text())
+    assert log2["init_from"]["steps_run"] == 6 and "10 steps" in (second / "README.md").read_text()
+    with pytest.raises(SystemExit, match="intermediate-size"):
+        run("--out", str(tmp_path / "bad"), "--init-from", str(first))  # default width != 96
+
+
+def test_target_teacher_matches_a_plain_forward(smoke_target):
+    from peagle_nb.models.target import load_target, target_features
+    from peagle_nb.training.drafter_data import TargetTeacher
+
+    target, _ = load_target(smoke_target)
+    draft_ids = torch.tensor([0, 5, 7, 100])
+    tokens = torch.randint(0, 400, (2, 9), generator=torch.Generator().manual_seed(0))
+    batch = TargetTeacher(target, (1, 3, 4), draft_ids)(tokens)
+    with torch.no_grad():
+        res = target(input_ids=tokens, output_hidden_states=True)
+    assert batch["features"].shape == (2, 9, 3 * 64) and batch["logits"].shape == (2, 9, 4)
+    torch.testing.assert_close(batch["features"], target_features(res.hidden_states, (1, 3, 4)))
+    torch.testing.assert_close(batch["logits"], res.logits[..., draft_ids])
+    assert torch.equal(batch["argmax"], res.logits.argmax(-1))
+
+
 def test_eagle3_ttt_loss_decreases():
     """A few optimiser steps on one fixed batch: the TTT loss must drop (the gradient reaches the head)."""
     from peagle_nb.training.drafter_train import DrafterTrainConfig

@@ -411,8 +411,9 @@ def drafter_layer_ids(target_config) -> tuple[int, int, int]:
 
 def config_for_target(target_config, kind: str, num_layers: int | None = None, draft_vocab_size: int = 2048,
                       mask_token_id: int | None = None, aux_layer_ids=None, num_key_value_heads=None,
-                      trained_k: int | None = None) -> DraftHeadConfig:
-    """A head config sized like ``target_config`` (an HF ``LlamaConfig``)."""
+                      trained_k: int | None = None, intermediate_size: int | None = None) -> DraftHeadConfig:
+    """A head config sized like ``target_config`` (an HF ``LlamaConfig``); ``intermediate_size`` overrides
+    the MLP width (the hidden size must stay the target's: the head reads and shares its embeddings)."""
     tc = target_config
     if aux_layer_ids is None:
         aux_layer_ids = drafter_layer_ids(tc)
@@ -421,7 +422,7 @@ def config_for_target(target_config, kind: str, num_layers: int | None = None, d
     return DraftHeadConfig(
         kind=kind,
         hidden_size=tc.hidden_size,
-        intermediate_size=tc.intermediate_size,
+        intermediate_size=intermediate_size or tc.intermediate_size,
         num_hidden_layers=num_layers or (1 if kind == "eagle3" else 4),
         num_attention_heads=tc.num_attention_heads,
         num_key_value_heads=num_key_value_heads or tc.num_key_value_heads,

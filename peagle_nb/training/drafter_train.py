@@ -1,11 +1,13 @@
 """The training loop both draft heads share (``peagle-nb train eagle3|peagle``). Explained in notebooks 02, 03.
 
 Steps: load the target; build (or reuse, ``--data-cache``) the self-distillation data (target-regenerated
-continuations of corpus-train prompts, cached features and logits); size the head like the target, pick
-its draft vocabulary from the generated tokens' counts, warm-start its embedding and ``lm_head`` from the
-target; AdamW with warmup + cosine decay (bf16 autocast on CUDA); measure greedy acceptance on the
-held-out prompt sets for K = 1..8; export in vLLM's layout; write ``training_log.json`` and the model card.
-The method-specific loss is passed in (``eagle3.ttt_loss``, ``peagle.cod_loss``).
+continuations of corpus-train prompts); size the head like the target, pick its draft vocabulary from the
+generated tokens' counts, warm-start its embedding and ``lm_head`` from the target (or continue an earlier
+run, ``--init-from``); AdamW with warmup + cosine decay (bf16 autocast on CUDA), the target computing each
+batch's features and soft labels (``TargetTeacher``); measure greedy acceptance on validation prompts (new
+corpus-train prompts, for choosing between runs) and on the held-out prompt sets for K = 1..8; export in
+vLLM's layout; write ``training_log.json`` and the model card. The method-specific loss is passed in
+(``eagle3.ttt_loss``, ``peagle.cod_loss``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
 from peagle_nb.models.heads import DraftHead, config_for_target, drafter_layer_ids, count_parameters, export_head, init_from_target
 from peagle_nb.models.target import load_target, mask_token_id
-from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, sample_prompt_ids
+from peagle_nb.training.drafter_data import DrafterData, TargetTeacher, build_drafter_data, sample_prompt_ids
 from peagle_nb.training.drafter_eval import evaluate_head, read_prompt_ids
 from peagle_nb.training.schedule import lr_at
 
@@ -35,6 +37,7 @@ class DrafterTrainConfig:
     out: Path
     target: Path | None = None  # default data/models/tiny-target
     num_layers: int | None = None  # eagle3: 1; peagle: 4
+    intermediate_size: int | None = None  # MLP width (default: the target's)
     k: int = 8  # peagle: deepest trained draft slot; eagle3: TTT unroll steps (k = 0..6 -> 7)
     cod_r: float = 0.7
     cod_r_min: float = 0.2
@@ -51,9 +54,11 @@ class DrafterTrainConfig:
     n_sequences: int = 4096
     seq_len: int = 256
     prompt_lengths: tuple[int, ...] = (16, 24, 32, 40, 48)
-    greedy_fraction: float = 0.75
-    gen_batch: int | None = None  # sequences generated at once (default: 2048 on CUDA, 64 on CPU)
+    greedy_fraction: float = 1.0  # greedy continuations: the labels a greedy-evaluated drafter needs at depth
+    gen_batch: int | None = None  # sequences generated at once (default: 4096 on CUDA, 64 on CPU)
     data_cache: Path | None = None
+    init_from: Path | None = None  # continue training this exported head (same shapes)
+    val_prompts: int = 0  # per domain: new corpus-train prompts measured after training (0: none)
     eval_prompts: int | None = None  # per held-out set; None = all
     eval_max_new_tokens: int = 128
     eval_k_max: int = 8
@@ -104,12 +109,14 @@ _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagl
 def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[DrafterData, dict]:
     """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
     this configuration, else build (and save to ``cfg.data_cache``)."""
-    key = {"n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len, "draft_vocab_size": cfg.draft_vocab_size,
+    key = {"format": "tokens-v2", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len, "draft_vocab_size": cfg.draft_vocab_size,
            "prompt_lengths": list(cfg.prompt_lengths), "greedy_fraction": cfg.greedy_fraction, "seed": cfg.seed,
            "vocab_size": target.config.vocab_size, "hidden_size": target.config.hidden_size,
            "layers": target.config.num_hidden_layers, "target": str(cfg.target)}
     if _MEMO.get("key") == key:
         log("drafter data: reusing this process's data")
+        if cfg.data_cache and not Path(cfg.data_cache).is_file():
+            _save_data(cfg.data_cache, key, _MEMO["data"], _MEMO["info"])
         return _MEMO["data"], _MEMO["info"]
     if cfg.data_cache and Path(cfg.data_cache).is_file():
         blob = torch.load(cfg.data_cache, map_location="cpu")
@@ -128,29 +135,54 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[Dra
     prompts = [prompts[i] for i in torch.randperm(len(prompts), generator=g).tolist()]
     t0 = time.time()
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
-                                    drafter_layer_ids(target.config),
                                     greedy_fraction=cfg.greedy_fraction, seed=cfg.seed,
-                                    gen_batch=cfg.gen_batch or (2048 if target.device.type == "cuda" else 64),
-                                    feat_batch=256 if target.device.type == "cuda" else 16, log=log)
+                                    gen_batch=cfg.gen_batch or (4096 if target.device.type == "cuda" else 64), log=log)
     info["build_seconds"] = round(time.time() - t0, 1)
+    info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()
     _MEMO.update(key=key, data=data, info=info)
     if cfg.data_cache:
-        Path(cfg.data_cache).parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"key": key, "info": info, "data": {k: getattr(data, k).cpu() for k in (
-            "tokens", "prompt_len", "features", "logits", "target_argmax", "draft_ids")}}, cfg.data_cache)
+        _save_data(cfg.data_cache, key, data, info)
     return data, info
 
 
+def _save_data(path: Path, key: dict, data: DrafterData, info: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "info": info, "data": data.state()}, path)
+
+
+def build_data_only(cfg: DrafterTrainConfig, log=_log) -> dict:
+    """``--data-only``: build the self-distillation data into ``cfg.data_cache`` and stop (several runs, even
+    concurrent ones, can then share it)."""
+    if cfg.data_cache is None:
+        raise SystemExit("--data-only needs --data-cache PATH (where to save the data)")
+    target, tokenizer = load_target(cfg.target, device=resolve_device(cfg.device))
+    _, info = get_data(cfg, target, tokenizer, log)
+    log(f"wrote {cfg.data_cache}")
+    return info
+
+
 def make_head(cfg: DrafterTrainConfig, target, tokenizer, draft_ids: torch.Tensor) -> DraftHead:
-    """A fresh head sized for ``target``, with the chosen draft vocabulary, warm-started from the target."""
+    """A fresh head sized for ``target``, with the chosen draft vocabulary, warm-started from the target;
+    or, with ``cfg.init_from``, that exported head (it must have this shape and draft vocabulary)."""
     mask_id = mask_token_id(tokenizer) if cfg.kind == "peagle" else None
     hcfg = config_for_target(target.config, cfg.kind, num_layers=cfg.num_layers,
-                             draft_vocab_size=cfg.draft_vocab_size, mask_token_id=mask_id, trained_k=cfg.k)
+                             draft_vocab_size=cfg.draft_vocab_size, mask_token_id=mask_id, trained_k=cfg.k,
+                             intermediate_size=cfg.intermediate_size)
     torch.manual_seed(cfg.seed)
     head = DraftHead(hcfg)
     head.set_draft_vocab(draft_ids)
-    init_from_target(head, target)
+    if cfg.init_from is not None:
+        from peagle_nb.models.heads import load_head
+
+        earlier = load_head(cfg.init_from, target=target)
+        if earlier.config.replace(extra={}) != hcfg.replace(extra={}) or not torch.equal(earlier.d2t, head.d2t):
+            raise SystemExit(f"--init-from {cfg.init_from}: that head's shape or draft vocabulary differs from this "
+                             f"run's ({earlier.config} vs {hcfg}). Fix: pass the same --num-layers/"
+                             f"--intermediate-size/--k/--draft-vocab-size and data options as the run that made it.")
+        head.load_state_dict(earlier.state_dict())
+    else:
+        init_from_target(head, target)
     if cfg.kind == "eagle3":  # EAGLE-3 keeps the target's embedding (frozen); P-EAGLE learns its own (<mask> row)
         head.embed_tokens.weight.requires_grad_(False)
     return head
@@ -164,8 +196,9 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
     target, tokenizer = load_target(cfg.target, device=device)
     target.requires_grad_(False)
     data, data_info = get_data(cfg, target, tokenizer, log)
-    data = data.to(device)
+    tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
+    teacher = TargetTeacher(target, head.aux_layer_ids, data.draft_ids)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -183,7 +216,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
         for gr in opt.param_groups:
             gr["lr"] = lr_at(cfg, step, progress)
         idx = torch.randint(0, data.n, (cfg.batch_size,), generator=gen)
-        batch = data.batch(idx, device)
+        batch = teacher(tokens[idx.to(device)])
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             loss, metrics = loss_fn(head, batch, cfg, gen)
         opt.zero_grad(set_to_none=True)
@@ -212,11 +245,30 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
         "data": data_info,
         "steps_run": steps_run,
         "train_seconds": round(train_seconds, 1),
+        "init_from": _earlier_run(cfg.init_from),
         "history": history,
         "device": _device_name(device),
         "versions": _versions(),
     }
     return evaluate_and_write(summary, head, target, tokenizer, cfg, device, log)
+
+
+def _earlier_run(init_from: Path | None) -> dict | None:
+    """What the run that ``--init-from`` continues did (so a model card states the whole training budget)."""
+    if init_from is None:
+        return None
+    log_path = Path(init_from) / "training_log.json"
+    earlier = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    total = lambda key: earlier.get(key, 0) + ((earlier.get("init_from") or {}).get(key, 0))  # noqa: E731
+    return {"path": str(init_from), "steps_run": total("steps_run"), "train_seconds": round(total("train_seconds"), 1)}
+
+
+def validation_prompt_sets(tokenizer, n: int, seed: int = 0) -> dict[str, list[torch.Tensor]]:
+    """``n`` new prompts per domain cut from corpus-TRAIN documents with a seed no training run uses: for
+    choosing between training runs without looking at the held-out sets the model cards report."""
+    return {f"{domain}-val": sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, (24, 32, 40),
+                                               seed=seed + 1000 + i)
+            for i, domain in enumerate(DOMAINS)}
 
 
 def _device_name(device: torch.device) -> str:
@@ -238,12 +290,15 @@ def evaluate_and_write(summary: dict, head: DraftHead, target, tokenizer, cfg: D
     if "acceptance" in summary:  # --eval-only: keep the earlier measurement for the record
         summary.setdefault("earlier_evaluations", []).append({"eval": summary.get("eval"),
                                                               "acceptance": summary["acceptance"]})
+    if cfg.val_prompts:
+        summary["validation"] = {name: evaluate_head(target, head, prompts, cfg.eval_max_new_tokens, ks)
+                                 for name, prompts in validation_prompt_sets(tokenizer, cfg.val_prompts, cfg.seed).items()}
     summary["acceptance"] = {name: evaluate_head(target, head, prompts, cfg.eval_max_new_tokens, ks)
                              for name, prompts in heldout_prompt_sets(tokenizer, cfg.eval_prompts, cfg.seed).items()}
     summary["eval"] = {"device": _device_name(device), "prompts_per_set": cfg.eval_prompts,
                        "max_new_tokens": cfg.eval_max_new_tokens, "seconds": round(time.time() - t1, 1),
                        "versions": _versions()}
-    for name, res in summary["acceptance"].items():
+    for name, res in {**summary.get("validation", {}), **summary["acceptance"]}.items():
         log(f"{name}: tau " + ", ".join(f"K={k} {r['tau']:.2f}" for k, r in res.items()))
     cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / "training_log.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -329,6 +384,38 @@ def _comparison(s: dict, compare: dict | None) -> str:
             + "|---" * (n + 2) + "|\n" + "\n".join(rows) + "\n\n" + verdict)
 
 
+def _continuations(d: dict) -> str:
+    if d["n_greedy"] == d["n_sequences"]:
+        return "all greedy, the way the heads are evaluated"
+    return f"{d['n_greedy']:,} greedy, the rest sampled at T={d['sample_temperature']}"
+
+
+def _teacher(d: dict) -> str:
+    if d.get("labels") == "teacher":
+        return "the target computes each batch's features (3 aux layers) and soft labels on the fly"
+    return "cached target features (3 aux layers) and logits"  # runs before the teacher existed
+
+
+def _continued(s: dict) -> str:
+    e = s.get("init_from")
+    if not e:
+        return ""
+    return (f", continuing `{Path(e['path']).name}` ({e['steps_run']} steps, {e['train_seconds']:.0f} s before): "
+            f"{s['steps_run'] + e['steps_run']} steps, {s['train_seconds'] + e['train_seconds']:.0f} s in all")
+
+
+def _validation(s: dict) -> str:
+    val = s.get("validation")
+    if not val:
+        return ""
+    rows = "\n".join(f"| {name} | {res[next(iter(res))]['prompts']} | " + " | ".join(f"{r['tau']:.2f}" for r in res.values())
+                     + " |" for name, res in val.items())
+    ks = next(iter(val.values())).keys()
+    return ("\n## Validation (for choosing between training runs)\n\nGreedy tau on new prompts cut from corpus-train "
+            "documents (never the held-out sets above), measured right after training on the training device:\n\n"
+            "| set | prompts | " + " | ".join(f"K={k}" for k in ks) + " |\n" + "|---" * (len(ks) + 2) + "|\n" + rows + "\n")
+
+
 def model_card(s: dict, compare: dict | None = None) -> str:
     """The head's ``README.md``, written from the training summary (all numbers measured by this run)."""
     c, h, d = s["config"], s["head_config"], s["data"]
@@ -378,10 +465,10 @@ def model_card(s: dict, compare: dict | None = None) -> str:
 |---|---|
 | target | `data/models/tiny-target` (this head's `fc`, vocabulary and mask id only fit that model) |
 | parameters | {s['params'] / 1e6:.2f}M, stored in bf16 |
-| training data | {d['n_sequences']:,} sequences of {d['seq_len']} tokens: prompts ({'/'.join(map(str, c['prompt_lengths']))} tokens) cut from the corpus **train** split (prose + code, half each), continued BY THE TARGET ITSELF ({d['n_greedy']:,} greedy, the rest sampled at T={d['sample_temperature']}); {d['generated_tokens']:,} generated tokens; cached target features (3 aux layers) and logits |
+| training data | {d['n_sequences']:,} sequences of {d['seq_len']} tokens: prompts ({'/'.join(map(str, c['prompt_lengths']))} tokens) cut from the corpus **train** split (prose + code, half each), continued BY THE TARGET ITSELF ({_continuations(d)}); {d['generated_tokens']:,} generated tokens; {_teacher(d)} |
 | draft vocabulary | the {d['draft_vocab_size']} most frequent tokens of the target's generations (covers {100 * d['draft_vocab_coverage']:.1f}% of them) |
 | objective | {method} |
-| optimisation | {s['steps_run']} steps x batch {c['batch_size']}, AdamW lr {c['lr']:g} (warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x), grad clip {c['grad_clip']:g}, bf16 autocast on GPU; {s['train_seconds']:.0f} s of training |
+| optimisation | {s['steps_run']} steps x batch {c['batch_size']}, AdamW lr {c['lr']:g} (warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x), grad clip {c['grad_clip']:g}, bf16 autocast on GPU; {s['train_seconds']:.0f} s of training{_continued(s)} |
 | device | {s['device']} |
 | versions | torch {s['versions']['torch']}, transformers {s['versions']['transformers']} |
 
@@ -392,7 +479,7 @@ the {s['eval']['max_new_tokens']}-token greedy continuation of each of {_n_promp
 step (accepted drafts + the bonus token); a_j = fraction of steps whose j-th draft was accepted.
 
 {_acceptance_tables(s['acceptance'])}
-{_comparison(s, compare)}
+{_comparison(s, compare)}{_validation(s)}
 ## Training curve
 
 | step | seconds | loss | depth-0 accuracy |
@@ -421,6 +508,7 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--k", type=int, default=None,
                    help="P-EAGLE: deepest trained draft slot (default 8); EAGLE-3: TTT unroll steps (default 7)")
     p.add_argument("--num-layers", type=int, default=None, help="decoder layers (eagle3: 1; peagle default 4)")
+    p.add_argument("--intermediate-size", type=int, default=None, help="MLP width (default: the target's)")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--time-budget-s", type=float, default=None, help="stop training after this many seconds")
     p.add_argument("--batch-size", type=int, default=None)
@@ -428,10 +516,21 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--n-sequences", type=int, default=None, help="self-distillation sequences to generate")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (prompt + continuation)")
     p.add_argument("--draft-vocab-size", type=int, default=None)
+    p.add_argument("--greedy-fraction", type=float, default=None,
+                   help="fraction of continuations generated greedily, the rest sampled at T=0.8 (default 1)")
     p.add_argument("--data-cache", type=Path, default=None, help="save/reuse the generated data here")
+    p.add_argument("--data-only", action="store_true",
+                   help="only build the self-distillation data into --data-cache (to share it between runs)")
+    p.add_argument("--init-from", type=Path, default=None,
+                   help="continue training this exported head (same shape and data options)")
+    p.add_argument("--val-prompts", type=int, default=None,
+                   help="new corpus-train prompts per domain to measure after training (for choosing runs)")
     p.add_argument("--eval-prompts", type=int, default=None, help="held-out prompts per set (default all)")
     p.add_argument("--eval-max-new-tokens", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    if kind == "peagle":
+        p.add_argument("--cod-r", type=float, default=None, help="COD keep ratio per depth (default 0.7)")
+        p.add_argument("--cod-r-min", type=float, default=None, help="COD minimum keep fraction (default 0.2)")
     p.add_argument("--eval-only", action="store_true",
                    help="re-measure the head already in --out and rewrite its training_log.json and model card")
 
@@ -441,7 +540,10 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "steps": args.steps, "time_budget_s": args.time_budget_s, "batch_size": args.batch_size,
                  "lr": args.lr, "n_sequences": args.n_sequences, "seq_len": args.seq_len,
                  "draft_vocab_size": args.draft_vocab_size, "data_cache": args.data_cache,
-                 "eval_prompts": args.eval_prompts, "eval_max_new_tokens": args.eval_max_new_tokens, "seed": args.seed}
+                 "eval_prompts": args.eval_prompts, "eval_max_new_tokens": args.eval_max_new_tokens, "seed": args.seed,
+                 "intermediate_size": args.intermediate_size, "greedy_fraction": args.greedy_fraction,
+                 "init_from": args.init_from, "val_prompts": args.val_prompts,
+                 "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None)}
     if args.smoke:
         out = args.out or paths.repo_root() / "build" / "models" / f"tiny-{kind}-smoke"
         return DrafterTrainConfig.smoke_config(kind, out, **overrides)

@@ -7,7 +7,7 @@ rejected. P-EAGLE's drafter input for ``r`` has ``qlen + K - 1`` rows (EAGLE shi
     [ nv valid shifted target tokens | bonus | K-1 <mask> ids | num_rejected padding rows ]
       nv = qlen - 1 - num_rejected
 
-with positions ``pos[qs] + j`` (0 on padding rows), is-masked / is-rejected flags, the K rows to sample
+with positions ``first + j`` (0 on padding rows), is-masked / is-rejected flags, the K rows to sample
 (bonus + masks), the hidden-state mapping (vLLM's scatter form ``input row -> output row`` and our
 gather form ``output row -> input row | MASK_ROW | PAD_ROW``), and, one step further than vLLM's
 ``copy_and_expand_eagle_inputs_kernel`` (vllm/v1/spec_decode/utils.py), the paged-KV slot mapping
@@ -17,11 +17,22 @@ afterwards with ~10 torch ops in ``compute_new_slot_mapping``). Rejected rows an
 
 Request ``r``'s rows start at ``qs + r * (K - 1)``: no prefix sum, so no host sync. An empty request
 (``qlen == 0``, a padded batch slot) owns K-1 padding rows and its K sample indices are -1.
+
+The first position ``first`` of request ``r`` comes from vLLM's ``seq_lens`` when given (tokens of the
+sequence including this step's, ``CommonAttentionMetadata.seq_lens``: ``first = seq_lens[r] - qlen``),
+otherwise from ``target_positions[qs]``. The outputs are the same; the latency is not. A launch this small
+costs its chain of dependent memory round trips, and ``seq_lens[r]``, like ``query_start_loc[r]``, is
+indexed by ``r`` alone, while ``target_positions[qs]`` can only be read once ``qs`` has arrived::
+
+    seq_lens:         query_start_loc, seq_lens -> tokens, block table -> stores
+    target_positions: query_start_loc -> target_positions -> block table -> stores
+
 Run ``python -m peagle_kernels.draft_inputs`` for the correctness check and benchmark.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -52,10 +63,11 @@ class DraftInputs(NamedTuple):
 
 @triton.jit
 def draft_inputs_kernel(
-    tok_ptr, pos_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
+    tok_ptr, pos_ptr, seq_lens_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
     out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr, out_hmap_ptr, out_hsrc_ptr,
     out_slot_ptr, out_qsl_ptr,
     B, N_in, K, mask_id, pad_id, pad_slot, max_len,
+    HAS_SEQ_LENS: tl.constexpr,  # first positions from seq_lens (one round trip fewer) or from target_positions
     BLOCK_SIZE: tl.constexpr,  # KV block size: a constant divisor compiles to a multiply, not a slow division
     REQS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
@@ -65,25 +77,32 @@ def draft_inputs_kernel(
     blk = tl.program_id(1)
     nblk = tl.num_programs(1)
     r_ok = rs < B
-    # Every per-request scalar in one round of independent loads; the latency chain is then only
-    # query start -> (first position, tokens) -> block table -> stores.
+    # Every per-request scalar in one round of independent loads (indexed by r only).
     qs = tl.load(qsl_ptr + rs, mask=r_ok, other=0).to(tl.int32)
     qe = tl.load(qsl_ptr + rs + 1, mask=r_ok, other=0).to(tl.int32)
     nrej = tl.load(nrej_ptr + rs, mask=r_ok, other=0).to(tl.int32)
     bonus = tl.load(bonus_ptr + rs, mask=r_ok, other=0)
+    if HAS_SEQ_LENS:  # written among the loads above so that it is issued with them
+        seq_len = tl.load(seq_lens_ptr + rs, mask=r_ok, other=0).to(tl.int32)
     qlen = qe - qs  # 0 for the tile's rows past B: they behave as empty requests and store nothing
     active = qlen > 0
     # Valid shifted tokens. An empty request gets nv = -K so that every row below lands in the padding region.
     nv = tl.where(active, qlen - 1 - nrej, -K)
     out_start = qs + rs * (K - 1)
     total = tl.where(r_ok, qlen + K - 1, 0)
-    start_pos = tl.load(pos_ptr + qs, mask=active, other=0).to(tl.int32)  # int32 math below, int64 stores
-    if blk == 0:
-        tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=r_ok)
-        tl.store(out_qsl_ptr + rs, qs, mask=rs == 0)
-        ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
-        tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
-                 mask=(ks < K) & (qlen[:, None] == 0) & r_ok[:, None])
+    # The first position (int32 math below, int64 stores).
+    if HAS_SEQ_LENS:
+        start_pos = seq_len - qlen
+    else:  # target_positions[qs] waits for qs: one more round trip before the block table can be read
+        start_pos = tl.load(pos_ptr + qs, mask=active, other=0).to(tl.int32)
+    # Per-request outputs, written by the first token block. Masked rather than branched on: a branch would
+    # split the code between the loads above and the row loads below, and the compiler schedules within a block.
+    per_request = tl.where(blk == 0, r_ok, False)
+    tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=per_request)
+    tl.store(out_qsl_ptr + rs, qs, mask=per_request & (rs == 0))
+    ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
+    tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
+             mask=(ks < K) & (qlen[:, None] == 0) & per_request[:, None])
 
     qs2, nv2, qlen2, total2 = qs[:, None], nv[:, None], qlen[:, None], total[:, None]
     for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
@@ -121,7 +140,7 @@ def draft_inputs_kernel(
         tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
 
 
-def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_len, check_values):
+def _validate(tok, pos, bonus, qsl, nrej, block_table, seq_lens, k, block_size, max_model_len, check_values):
     check_int_tensor("target_token_ids", tok, 1)
     check_int_tensor("target_positions", pos, 1)
     check_int_tensor("bonus_tokens", bonus, 1)
@@ -139,6 +158,11 @@ def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_
                          f"plus the end), got {qsl.shape[0]}")
     if nrej.shape[0] != B:
         raise ValueError(f"num_rejected must have one entry per request ({B}), got {nrej.shape[0]}")
+    if seq_lens is not None:
+        check_int_tensor("seq_lens", seq_lens, 1)
+        if seq_lens.shape[0] != B:
+            raise ValueError(f"seq_lens must have one entry per request ({B}, like bonus_tokens), got "
+                             f"{seq_lens.shape[0]}; pass vLLM's CommonAttentionMetadata.seq_lens for this batch")
     if block_table.shape[0] < B:
         raise ValueError(f"block_table has {block_table.shape[0]} rows, fewer than the {B} requests")
     if block_table.shape[1] * block_size < max_model_len:
@@ -146,7 +170,7 @@ def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_
                          f"{block_table.shape[1] * block_size} positions, but max_model_len={max_model_len} needs "
                          f"{triton.cdiv(max_model_len, block_size)} columns")
     device = check_same_device(target_token_ids=tok, target_positions=pos, bonus_tokens=bonus,
-                               query_start_loc=qsl, num_rejected=nrej, block_table=block_table)
+                               query_start_loc=qsl, num_rejected=nrej, block_table=block_table, seq_lens=seq_lens)
     if check_values:
         q = qsl.tolist()
         if q[0] != 0 or q[-1] != N_in or any(b < a for a, b in zip(q, q[1:])):
@@ -156,19 +180,38 @@ def _validate(tok, pos, bonus, qsl, nrej, block_table, k, block_size, max_model_
             if not 0 <= n <= max(b - a - 1, 0):
                 raise ValueError(f"num_rejected[{r}]={n} but request {r} has {b - a} tokens: at most "
                                  f"{max(b - a - 1, 0)} of them can be rejected drafts")
+        if seq_lens is not None:
+            _check_seq_lens(seq_lens.tolist(), pos.tolist(), q)
     return B, N_in, device
+
+
+def _check_seq_lens(seq_lens, positions, qsl):
+    for r, (n, a, b) in enumerate(zip(seq_lens, qsl, qsl[1:])):
+        qlen = b - a
+        if n < qlen:
+            raise ValueError(f"seq_lens[{r}]={n} is less than request {r}'s {qlen} tokens in this step: seq_lens "
+                             f"counts every token of the sequence, this step's included")
+        if qlen and n - qlen != positions[a]:
+            raise ValueError(f"seq_lens[{r}]={n} disagrees with target_positions: request {r}'s {qlen} tokens start "
+                             f"at position {positions[a]}, so its sequence holds {positions[a]} + {qlen} = "
+                             f"{positions[a] + qlen} tokens; pass the seq_lens of this batch, or seq_lens=None to "
+                             f"read the positions from target_positions")
 
 
 def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected=None,
                        block_table=None, *, k: int, mask_token_id: int, block_size: int, max_model_len: int,
-                       padding_token_id: int = 0, padding_slot_id: int = -1, max_query_len: int | None = None,
-                       use_triton: bool | None = None, check_values: bool | None = None) -> DraftInputs:
+                       seq_lens: torch.Tensor | None = None, padding_token_id: int = 0, padding_slot_id: int = -1,
+                       max_query_len: int | None = None, use_triton: bool | None = None,
+                       check_values: bool | None = None) -> DraftInputs:
     """Build P-EAGLE's drafter batch (see the module docstring) in one launch. Explained in notebook 04.
 
     target_token_ids [N_in], target_positions [N_in], bonus_tokens [B], query_start_loc [B+1] int32,
     num_rejected [B] (None: no rejections), block_table [>=B, >=cdiv(max_model_len, block_size)].
+    ``seq_lens`` [B] (optional, vLLM's ``CommonAttentionMetadata.seq_lens``: tokens of each sequence
+    including this step's) gives the first positions with one dependent load fewer; same outputs.
     ``max_query_len`` (host int, optional) sizes the grid like vLLM; without it each program loops.
-    ``check_values`` (default: on CPU only; it syncs a GPU) checks query_start_loc and num_rejected.
+    ``check_values`` (default: on CPU only; it syncs a GPU) checks query_start_loc, num_rejected and
+    that seq_lens agrees with target_positions.
     """
     if num_rejected is None:
         num_rejected = torch.zeros(bonus_tokens.shape[0], dtype=torch.int32, device=bonus_tokens.device)
@@ -177,10 +220,10 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     if check_values is None:
         check_values = target_token_ids.device.type != "cuda"
     B, N_in, device = _validate(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
-                                block_table, k, block_size, max_model_len, check_values)
+                                block_table, seq_lens, k, block_size, max_model_len, check_values)
     args = (target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, block_table)
     kw = dict(k=k, mask_token_id=mask_token_id, block_size=block_size, max_model_len=max_model_len,
-              padding_token_id=padding_token_id, padding_slot_id=padding_slot_id)
+              seq_lens=seq_lens, padding_token_id=padding_token_id, padding_slot_id=padding_slot_id)
     if not use_triton_for(use_triton, device):
         return reference_draft_inputs(*args, **kw)
     N_out = N_in + B * (k - 1)
@@ -211,21 +254,24 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     if N_in == 0:  # every request is empty: give the kernel one readable (never used) input row
         target_token_ids = torch.zeros(1, dtype=target_token_ids.dtype, device=device)
         target_positions = torch.zeros(1, dtype=target_positions.dtype, device=device)
+    seq_lens_arg = seq_lens.contiguous() if seq_lens is not None else query_start_loc  # dummy, never read
     runnable(draft_inputs_kernel, device)[(triton.cdiv(B, reqs), n_blocks)](
-        target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, bt, bt.stride(0),
-        out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices, out.hidden_state_mapping,
-        out.hidden_src, out.slot_mapping, out.query_start_loc,
+        target_token_ids, target_positions, seq_lens_arg, bonus_tokens, query_start_loc, num_rejected, bt,
+        bt.stride(0), out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices,
+        out.hidden_state_mapping, out.hidden_src, out.slot_mapping, out.query_start_loc,
         B, N_in, k, mask_token_id, padding_token_id, padding_slot_id, max_model_len,
-        BLOCK_SIZE=block_size, REQS=reqs, BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k), num_warps=num_warps)
+        HAS_SEQ_LENS=seq_lens is not None, BLOCK_SIZE=block_size, REQS=reqs, BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k),
+        num_warps=num_warps)
     return out
 
 
 def reference_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
-                           block_table, *, k, mask_token_id, block_size, max_model_len, padding_token_id=0,
-                           padding_slot_id=-1) -> DraftInputs:
+                           block_table, *, k, mask_token_id, block_size, max_model_len, seq_lens=None,
+                           padding_token_id=0, padding_slot_id=-1) -> DraftInputs:
     """The specification: one request, one row at a time, in plain Python on host values."""
     tok, pos, bonus = target_token_ids.tolist(), target_positions.tolist(), bonus_tokens.tolist()
     qsl, nrej, bt = query_start_loc.tolist(), num_rejected.tolist(), block_table.tolist()
+    seq = seq_lens.tolist() if seq_lens is not None else None
     B, N_in = len(bonus), len(tok)
     N_out = N_in + B * (k - 1)
     ids, positions, masked, rejected = [padding_token_id] * N_out, [0] * N_out, [False] * N_out, [True] * N_out
@@ -236,6 +282,7 @@ def reference_draft_inputs(target_token_ids, target_positions, bonus_tokens, que
         if qlen == 0:  # an empty request: its K-1 rows stay padding, nothing to sample
             continue
         nv = qlen - 1 - nrej[r]
+        first = seq[r] - qlen if seq is not None else pos[qs]  # the two agree on consistent inputs
         for j in range(qlen + k - 1):
             o = out_start + j
             if j < nv:
@@ -247,7 +294,7 @@ def reference_draft_inputs(target_token_ids, target_positions, bonus_tokens, que
             else:
                 continue  # a rejected row: padding everywhere (hidden_src PAD_ROW unless set below)
             rejected[o] = False
-            positions[o] = pos[qs] + j
+            positions[o] = first + j
             if positions[o] < max_model_len:
                 p = positions[o]
                 slots[o] = bt[r][p // block_size] * block_size + p % block_size
@@ -266,8 +313,8 @@ def reference_draft_inputs(target_token_ids, target_positions, bonus_tokens, que
 
 
 def eager_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
-                       block_table, *, k, mask_token_id, block_size, max_model_len, padding_token_id=0,
-                       padding_slot_id=-1) -> DraftInputs:
+                       block_table, *, k, mask_token_id, block_size, max_model_len, seq_lens=None,
+                       padding_token_id=0, padding_slot_id=-1) -> DraftInputs:
     """The same work as a chain of separate eager PyTorch ops, as vLLM did before fusing it.
 
     Sync-free (every size comes from tensor shapes), so it can be captured in a CUDA graph, but it is
@@ -291,9 +338,13 @@ def eager_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     if N_in:
         in_idx = (qs + 1 + j).clamp(min=0, max=N_in - 1)
         shifted = target_token_ids[in_idx]
-        start_pos = target_positions[qs_r.clamp(max=N_in - 1)][req]
     else:
         shifted = torch.zeros(N_out, dtype=target_token_ids.dtype, device=dev)
+    if seq_lens is not None:
+        start_pos = (seq_lens.long() - qlen_r)[req]
+    elif N_in:
+        start_pos = target_positions[qs_r.clamp(max=N_in - 1)][req]
+    else:
         start_pos = torch.zeros(N_out, dtype=torch.int64, device=dev)
     ids = torch.where(is_valid, shifted, torch.full_like(shifted, padding_token_id))
     ids = torch.where(is_bonus, bonus_tokens[req].to(ids.dtype), ids)
@@ -318,10 +369,12 @@ def eager_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
 def random_batch(B: int, K: int, device="cpu", *, decode: bool = True, max_prefill: int = 12, min_prefill: int = 1,
                  block_size: int = 16,
                  max_model_len: int = 4096, near_max_len: bool = False, empty_every: int = 0, seed: int = 0,
-                 vocab: int = 1000, rejected: str = "random"):
+                 vocab: int = 1000, rejected: str = "random", with_seq_lens: bool = False):
     """A ragged batch as after a verification step: decode requests have K+1 tokens (bonus + K drafts)
     with ``rejected`` = "random" | "none" | "all" of the K drafts rejected; prefill requests have
-    min_prefill..max_prefill tokens and none rejected. ``near_max_len`` puts the drafts across max_model_len."""
+    min_prefill..max_prefill tokens and none rejected. ``near_max_len`` puts the drafts across max_model_len.
+    Returns ``(args, kw)`` for ``build_draft_inputs(*args, **kw)``; ``with_seq_lens`` adds vLLM's ``seq_lens``
+    (int32) to ``kw`` (an empty request's entry is the length of a sequence idle this step: to be ignored)."""
     if rejected not in ("random", "none", "all"):
         raise ValueError(f"rejected must be 'random', 'none' or 'all', got {rejected!r}")
     g = torch.Generator().manual_seed(seed)
@@ -341,6 +394,7 @@ def random_batch(B: int, K: int, device="cpu", *, decode: bool = True, max_prefi
     N_in = int(qsl[-1])
     tok = torch.randint(0, vocab, (N_in,), generator=g)
     pos = torch.empty(N_in, dtype=torch.int64)
+    seq_lens = []
     n_blocks = triton.cdiv(max_model_len, block_size)
     for r in range(B):
         if near_max_len:  # the K-1 mask rows straddle max_model_len
@@ -348,10 +402,14 @@ def random_batch(B: int, K: int, device="cpu", *, decode: bool = True, max_prefi
         else:
             lo = int(torch.randint(0, max_model_len // 2, (1,), generator=g))
         pos[qsl[r]:qsl[r + 1]] = torch.arange(qlens[r]) + lo
+        seq_lens.append(lo + qlens[r])
     block_table = torch.randperm(B * n_blocks, generator=g)[: B * n_blocks].view(B, n_blocks).to(torch.int32)
     bonus = torch.randint(0, vocab, (B,), generator=g)
     args = [t.to(device) for t in (tok, pos, bonus, qsl, torch.tensor(nrej, dtype=torch.int32), block_table)]
-    return args, dict(k=K, mask_token_id=vocab, block_size=block_size, max_model_len=max_model_len)
+    kw = dict(k=K, mask_token_id=vocab, block_size=block_size, max_model_len=max_model_len)
+    if with_seq_lens:
+        kw["seq_lens"] = torch.tensor(seq_lens, dtype=torch.int32, device=device)
+    return args, kw
 
 
 def max_abs_diff(a: DraftInputs, b: DraftInputs) -> int:
@@ -366,24 +424,31 @@ def max_abs_diff(a: DraftInputs, b: DraftInputs) -> int:
 
 
 def check_correctness(B: int = 9, K: int = 4, device="cpu", seed: int = 0, **batch_kw) -> int:
-    args, kw = random_batch(B, K, device, seed=seed, **batch_kw)
-    ref = reference_draft_inputs(*args, **kw)
-    return max(max_abs_diff(build_draft_inputs(*args, **kw, use_triton=True), ref),
-               max_abs_diff(eager_draft_inputs(*args, **kw), ref))
+    """Largest difference from the reference (positions path) of Triton, the eager chain and the reference
+    itself, each with and without seq_lens, on one random batch."""
+    args, kw = random_batch(B, K, device, seed=seed, with_seq_lens=True, **batch_kw)
+    positions_kw = {**kw, "seq_lens": None}
+    ref = reference_draft_inputs(*args, **positions_kw)
+    return max(max_abs_diff(fn(*args, **k), ref) for k in (kw, positions_kw)
+               for fn in (partial(build_draft_inputs, use_triton=True), eager_draft_inputs, reference_draft_inputs))
 
 
 def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30):
-    """Per (B, K) decode batch: device and host time of the Triton kernel, the eager chain and the reference."""
+    """Per (B, K) decode batch: device and host time of the Triton kernel with seq_lens ("triton") and with
+    positions from target_positions ("triton_positions"), the eager chain and the reference."""
     on_gpu = torch.device(device).type == "cuda"
     rows = []
     for K in ks:
         for B in batch_sizes:
-            args, kw = random_batch(B, K, device, seed=B + K)
+            args, kw = random_batch(B, K, device, seed=B + K, with_seq_lens=True)
+            positions_kw = {**kw, "seq_lens": None}  # eager and reference as before seq_lens existed
             variants = {
                 "triton": (lambda: build_draft_inputs(*args, **kw, max_query_len=K + 1, use_triton=True,
                                                       check_values=False), True),
-                "eager": (lambda: eager_draft_inputs(*args, **kw), True),
-                "reference": (lambda: reference_draft_inputs(*args, **kw), False),
+                "triton_positions": (lambda: build_draft_inputs(*args, **positions_kw, max_query_len=K + 1,
+                                                                use_triton=True, check_values=False), True),
+                "eager": (lambda: eager_draft_inputs(*args, **positions_kw), True),
+                "reference": (lambda: reference_draft_inputs(*args, **positions_kw), False),
             }
             for name, t in time_variants(variants, on_gpu, reps=reps).items():
                 rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t})
@@ -395,7 +460,7 @@ if __name__ == "__main__":
     for K in (1, 3, 7, 10):
         assert check_correctness(B=11, K=K, device=dev, seed=K, decode=False, empty_every=4) == 0, K
     assert check_correctness(B=5, K=7, device=dev, near_max_len=True) == 0
-    print(f"draft_inputs: Triton == reference == eager on {dev}")
+    print(f"draft_inputs: Triton == reference == eager on {dev}, with and without seq_lens")
     sizes = (1, 8, 64, 256, 512) if dev == "cuda" else (1, 8)
     for r in benchmark_draft_inputs(sizes, (3, 7, 10) if dev == "cuda" else (3,), device=dev):
         print(r)

@@ -2,10 +2,11 @@
 
 One call does everything the notebook and the issue's performance goals need, in one process (so one
 GPU lease): the correctness of each Triton kernel against its PyTorch reference on this device, the
-empty-kernel launch floor, time per call over batch sizes and K for the Triton kernel, the eager op
-chain (as vLLM did before fusion) and the reference, the hidden-state expansion's bandwidth beside a
-measured device-to-device copy, and a small block-shape sweep for it. ``summarize`` turns a results
-document into the headline figures. Used by ``peagle-nb kernels-bench``; explained in notebook 04.
+empty-kernel launch floor, time per call over batch sizes and K for the Triton kernel (the input builder
+both with vLLM's ``seq_lens`` and with positions from ``target_positions``), the eager op chain (as vLLM
+did before fusion) and the reference, the hidden-state expansion's bandwidth beside a measured
+device-to-device copy, and a small block-shape sweep for it. ``summarize`` turns a results document
+into the headline figures. Used by ``peagle-nb kernels-bench``; explained in notebook 04.
 
 On a CPU it runs under Triton's interpreter (``TRITON_INTERPRET=1`` must be set before triton is
 first imported); only tiny sizes make sense there, as a dry run of the GPU call.
@@ -23,11 +24,15 @@ from typing import Any
 GPU_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GPU_KS = (3, 7, 10)
 HIDDEN_SIZE = 2880  # GPT-OSS-20B, the model of the published P-EAGLE speedups
+# summary name, kernel, variant: time over the launch floor (the issue's goal for kernels 1 and 3)
+FLOOR_RATIOS = (("greedy_verify", "greedy_verify", "triton"), ("draft_inputs", "draft_inputs", "triton"),
+                ("draft_inputs_positions", "draft_inputs", "triton_positions"))
 EXPAND_BLOCKS = ((1, 1024, 4), (2, 1024, 4), (4, 1024, 4), (8, 1024, 8), (4, 512, 4), (2, 2048, 8), (16, 256, 4))
 
 
 def _correctness(device: str, smoke: bool) -> list[dict[str, Any]]:
-    """Triton vs reference on random ragged batches and edge cases, on ``device``."""
+    """Triton vs reference on random ragged batches and edge cases, on ``device`` (draft_inputs: with and
+    without seq_lens, see ``check_correctness``)."""
     import torch
 
     from peagle_kernels import draft_inputs as di
@@ -130,6 +135,13 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
     for r in runs:
         if r.get("variant") == "correctness":
             out[f"{r['kernel']}.max_abs_diff"] = r["max_abs_diff"]
+    # draft_inputs "triton" passes seq_lens; "triton_positions" reads the first positions from target_positions
+    # (one dependent load more) and is absent from files recorded before seq_lens existed.
+    for name, kernel, variant in FLOOR_RATIOS:
+        upto = [r for r in runs if r.get("kernel") == kernel and r.get("variant") == variant
+                and r["batch_size"] <= max_floor_batch]
+        if upto:
+            out[f"{name}.max_over_floor_upto_{max_floor_batch}"] = max(r[metric] / floor for r in upto)
     for kernel in ("greedy_verify", "draft_inputs", "hidden_expand"):
         m = "flushed_us" if kernel == "hidden_expand" else metric  # kernel 2 is judged by bandwidth
         rows = {(r["variant"], r["batch_size"], r["k"]): r for r in runs
@@ -137,9 +149,6 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
         tri = [r for (v, b, k), r in rows.items() if v == "triton"]
         if not tri:
             continue
-        if kernel != "hidden_expand":
-            upto = [r for r in tri if r["batch_size"] <= max_floor_batch]
-            out[f"{kernel}.max_over_floor_upto_{max_floor_batch}"] = max(r[m] / floor for r in upto)
         for other in ("eager", "reference"):
             ratios = [rows[(other, r["batch_size"], r["k"])][m] / r[m] for r in tri
                       if rows.get((other, r["batch_size"], r["k"]), {}).get(m)]
@@ -175,8 +184,10 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
     notes = ("Parallel-drafting kernels (peagle_kernels): device_us = median of CUDA-graph replays timed with events "
              "(no host launch cost); wall_us = median host time of one eager call incl. launch overhead; "
              "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
-             "variant: triton (one fused launch), eager (the same work as separate PyTorch ops, as vLLM did before "
-             "fusion), reference (the plain PyTorch spec, host loop), launch_floor (an empty Triton kernel).")
+             "variant: triton (one fused launch; draft_inputs with seq_lens), triton_positions (draft_inputs without "
+             "seq_lens: first positions read from target_positions, one dependent load more), eager (the same work as "
+             "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
+             "launch_floor (an empty Triton kernel).")
     doc = make_results("kernels", runs, notes=notes)
     if path is None:
         name = "h200" if "H200" in str(doc["machine"].get("device", "")) else (

@@ -126,37 +126,52 @@ def run_vllm_draft_inputs(vllm, args, kw):
     return o
 
 
+# name: (B, K, random_batch keywords); each case's seed is its place in this table
+DRAFT_INPUTS_CASES = {
+    "batch_of_one": (1, 7, {}),
+    "nothing_rejected": (6, 5, dict(rejected="none")),
+    "everything_rejected": (6, 5, dict(rejected="all")),
+    "k1": (7, 1, dict(decode=False)),
+    "max_model_len": (5, 7, dict(near_max_len=True, max_model_len=64, block_size=8)),
+    "prefill_and_decode": (9, 4, dict(decode=False, max_prefill=20)),
+    "empty_requests": (8, 3, dict(empty_every=3)),
+    "all_empty": (3, 3, dict(empty_every=1)),
+    "long_prefill_2d_grid": (2, 3, dict(decode=False, min_prefill=270, max_prefill=300)),
+    "long_prefill_looping": (2, 3, dict(decode=False, min_prefill=40, max_prefill=60)),
+    "large_batch": (96, 10, {}),
+}
+GRID_FROM_MAX_QUERY_LEN = {"long_prefill_2d_grid", "large_batch"}  # the others let each program loop
+
+
+def draft_inputs_case(name: str):
+    """(args, kw) of a DRAFT_INPUTS_CASES batch; kw carries seq_lens (pass seq_lens=None for the positions path)."""
+    from peagle_kernels.draft_inputs import random_batch
+
+    B, K, batch_kw = DRAFT_INPUTS_CASES[name]
+    return random_batch(B, K, seed=list(DRAFT_INPUTS_CASES).index(name), with_seq_lens=True, **batch_kw)
+
+
 def cases_draft_inputs() -> dict:
-    from peagle_kernels.draft_inputs import DraftInputs, build_draft_inputs, random_batch, reference_draft_inputs
+    """Per case: differing entries of the kernel vs the reference (positions path), with and without seq_lens."""
+    from peagle_kernels.draft_inputs import DraftInputs, build_draft_inputs, reference_draft_inputs
 
     vllm = vllm_kernel_sources()
     out = {}
-
-    def check(name, B, K, max_query_len=None, vllm_too=True, **batch_kw):
-        args, kw = random_batch(B, K, seed=len(out), **batch_kw)
-        ref = reference_draft_inputs(*args, **kw)
-        tri = build_draft_inputs(*args, **kw, use_triton=True,
-                                 max_query_len=max_query_len(args) if max_query_len else None)
-        res = {"diff": _diff(tri, ref), "n_out": int(ref.input_ids.numel()),
-               "n_rejected": int(ref.is_rejected.sum()), "n_padding_slots": int((ref.slot_mapping == -1).sum())}
-        if vllm is not None and vllm_too:
-            theirs = run_vllm_draft_inputs(vllm, args, kw)
+    for name in DRAFT_INPUTS_CASES:
+        args, kw = draft_inputs_case(name)
+        positions_kw = {**kw, "seq_lens": None}
+        ref = reference_draft_inputs(*args, **positions_kw)
+        qlen_max = int((args[3][1:] - args[3][:-1]).max())
+        mql = qlen_max if name in GRID_FROM_MAX_QUERY_LEN else None
+        res = {"diff": _diff(build_draft_inputs(*args, **positions_kw, use_triton=True, max_query_len=mql), ref),
+               "seq_lens_diff": _diff(build_draft_inputs(*args, **kw, use_triton=True, max_query_len=mql), ref),
+               "n_out": int(ref.input_ids.numel()), "n_rejected": int(ref.is_rejected.sum()),
+               "n_padding_slots": int((ref.slot_mapping == -1).sum())}
+        if vllm is not None and "empty" not in name:  # vLLM has no empty requests
+            theirs = run_vllm_draft_inputs(vllm, args, positions_kw)
             fields = [DraftInputs._fields.index(f) for f in theirs]
             res["vllm_diff"] = _diff([theirs[f] for f in theirs], [ref[i] for i in fields])
         out[name] = res
-
-    qlen_max = lambda a: int((a[3][1:] - a[3][:-1]).max())  # noqa: E731
-    check("batch_of_one", 1, 7)
-    check("nothing_rejected", 6, 5, rejected="none")
-    check("everything_rejected", 6, 5, rejected="all")
-    check("k1", 7, 1, decode=False)
-    check("max_model_len", 5, 7, near_max_len=True, max_model_len=64, block_size=8)
-    check("prefill_and_decode", 9, 4, decode=False, max_prefill=20)
-    check("empty_requests", 8, 3, empty_every=3, vllm_too=False)  # vLLM has no empty requests
-    check("all_empty", 3, 3, empty_every=1, vllm_too=False)
-    check("long_prefill_2d_grid", 2, 3, max_query_len=qlen_max, decode=False, min_prefill=270, max_prefill=300)
-    check("long_prefill_looping", 2, 3, decode=False, min_prefill=40, max_prefill=60)
-    check("large_batch", 96, 10, max_query_len=qlen_max)
     return out
 
 

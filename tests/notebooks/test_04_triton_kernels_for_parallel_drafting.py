@@ -19,12 +19,15 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
     # The worked example: 12 target tokens + 3 requests x (K-1=2) rows; 2 rejected rows + 1 past max_model_len.
     assert rec["kernels.example.n_out_rows"] == 18
     assert rec["kernels.example.n_padding_slots"] == 3
+    assert rec["kernels.example.seq_lens_vs_positions_diff"] == 0  # first positions from seq_lens or positions
     # Recorded on the H200 (data/results/kernels_h200.json): correct there too, and the fusion pays.
     assert rec["gpu.device"] == "NVIDIA H200"
     assert rec["gpu.greedy_verify.max_abs_diff"] == 0 and rec["gpu.draft_inputs.max_abs_diff"] == 0
     assert 0.2 < rec["gpu.launch_floor_us"] < 20
     assert 1.0 <= rec["gpu.draft_inputs.max_over_floor_upto_256"] < 4
     assert 1.0 <= rec["gpu.greedy_verify.max_over_floor_upto_256"] < 4
+    if "gpu.draft_inputs_positions.max_over_floor_upto_256" in rec:  # files recorded since seq_lens existed
+        assert 1.0 <= rec["gpu.draft_inputs_positions.max_over_floor_upto_256"] < 4
     assert rec["gpu.draft_inputs.speedup_vs_eager"] > 10  # ~50 launches vs one
     assert rec["gpu.greedy_verify.speedup_vs_eager"] > 2
     assert rec["gpu.draft_inputs.host_speedup_vs_eager"] > 2

@@ -62,17 +62,58 @@ class DraftInputs(NamedTuple):
 
 
 @triton.jit
+def _draft_rows(start, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus,
+                tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
+                out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr,
+                N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr, BLOCK_T: tl.constexpr):
+    """Rows ``start .. start + BLOCK_T - 1`` of the tile's requests (inlined into the kernel)."""
+    j = start + tl.arange(0, BLOCK_T)[None, :]
+    in_bounds = j < total2
+    is_valid = j < nv2
+    is_bonus = j == nv2
+    is_mask = (j > nv2) & (j < nv2 + K)
+    is_rej = ~(is_valid | is_bonus | is_mask)
+    out_idx = out_start[:, None] + j
+
+    in_idx = tl.minimum(qs2 + 1 + j, N_in - 1)
+    ids = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
+    ids = tl.where(is_bonus, bonus[:, None].to(ids.dtype), ids)
+    ids = tl.where(is_mask, mask_id, ids)
+    ids = tl.where(is_rej, pad_id, ids)
+
+    positions = tl.where(is_rej, 0, start_pos[:, None] + j)
+    # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
+    no_store = is_rej | (positions >= max_len)
+    p = tl.minimum(positions, max_len - 1)
+    block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=in_bounds & ~no_store, other=0)
+    slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
+
+    hsrc = tl.where(is_mask, -1, tl.where(j < qlen2, qs2 + j, -2))
+    is_new = (is_bonus | is_mask) & in_bounds
+
+    tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
+    tl.store(out_pos_ptr + out_idx, positions.to(tl.int64), mask=in_bounds)
+    tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
+    tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
+    tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
+    tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
+    tl.store(out_sample_ptr + rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
+    tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
+
+
+@triton.jit
 def draft_inputs_kernel(
     tok_ptr, pos_ptr, seq_lens_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
     out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr, out_hmap_ptr, out_hsrc_ptr,
     out_slot_ptr, out_qsl_ptr,
     B, N_in, K, mask_id, pad_id, pad_slot, max_len,
     HAS_SEQ_LENS: tl.constexpr,  # first positions from seq_lens (one round trip fewer) or from target_positions
+    ONE_PASS: tl.constexpr,  # the grid covers every row (max_query_len given): no loop, no cross-lane max
     BLOCK_SIZE: tl.constexpr,  # KV block size: a constant divisor compiles to a multiply, not a slow division
     REQS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     # A [REQS, BLOCK_T] tile: REQS requests per program (fewer, fuller programs for short decode requests),
-    # token blocks along axis 1 (a program loops if its request is longer).
+    # token blocks along axis 1 (without max_query_len a program loops over its requests' rows).
     rs = tl.program_id(0) * REQS + tl.arange(0, REQS)
     blk = tl.program_id(1)
     nblk = tl.num_programs(1)
@@ -105,39 +146,18 @@ def draft_inputs_kernel(
              mask=(ks < K) & (qlen[:, None] == 0) & per_request[:, None])
 
     qs2, nv2, qlen2, total2 = qs[:, None], nv[:, None], qlen[:, None], total[:, None]
-    for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
-        j = start + tl.arange(0, BLOCK_T)[None, :]
-        in_bounds = j < total2
-        is_valid = j < nv2
-        is_bonus = j == nv2
-        is_mask = (j > nv2) & (j < nv2 + K)
-        is_rej = ~(is_valid | is_bonus | is_mask)
-        out_idx = out_start[:, None] + j
-
-        in_idx = tl.minimum(qs2 + 1 + j, N_in - 1)
-        ids = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
-        ids = tl.where(is_bonus, bonus[:, None].to(ids.dtype), ids)
-        ids = tl.where(is_mask, mask_id, ids)
-        ids = tl.where(is_rej, pad_id, ids)
-
-        positions = tl.where(is_rej, 0, start_pos[:, None] + j)
-        # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
-        no_store = is_rej | (positions >= max_len)
-        p = tl.minimum(positions, max_len - 1)
-        block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=in_bounds & ~no_store, other=0)
-        slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
-
-        hsrc = tl.where(is_mask, -1, tl.where(j < qlen2, qs2 + j, -2))
-        is_new = (is_bonus | is_mask) & in_bounds
-
-        tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
-        tl.store(out_pos_ptr + out_idx, positions.to(tl.int64), mask=in_bounds)
-        tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
-        tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
-        tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
-        tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
-        tl.store(out_sample_ptr + rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
-        tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
+    # One inlined helper for both launch shapes (explicit arguments: the Triton frontend takes no *args).
+    if ONE_PASS:  # the row loads follow the per-request loads directly: nothing waits on a reduction
+        _draft_rows(blk * BLOCK_T, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus, tok_ptr, bt_ptr,
+                    bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr,
+                    out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, N_in, K, mask_id, pad_id, pad_slot, max_len,
+                    BLOCK_SIZE, BLOCK_T)
+    else:
+        for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
+            _draft_rows(start, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus, tok_ptr, bt_ptr,
+                        bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr,
+                        out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, N_in, K, mask_id, pad_id, pad_slot, max_len,
+                        BLOCK_SIZE, BLOCK_T)
 
 
 def _validate(tok, pos, bonus, qsl, nrej, block_table, seq_lens, k, block_size, max_model_len, check_values):
@@ -202,16 +222,17 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
                        block_table=None, *, k: int, mask_token_id: int, block_size: int, max_model_len: int,
                        seq_lens: torch.Tensor | None = None, padding_token_id: int = 0, padding_slot_id: int = -1,
                        max_query_len: int | None = None, use_triton: bool | None = None,
-                       check_values: bool | None = None) -> DraftInputs:
+                       check_values: bool | None = None, tile: int | None = None) -> DraftInputs:
     """Build P-EAGLE's drafter batch (see the module docstring) in one launch. Explained in notebook 04.
 
     target_token_ids [N_in], target_positions [N_in], bonus_tokens [B], query_start_loc [B+1] int32,
     num_rejected [B] (None: no rejections), block_table [>=B, >=cdiv(max_model_len, block_size)].
     ``seq_lens`` [B] (optional, vLLM's ``CommonAttentionMetadata.seq_lens``: tokens of each sequence
     including this step's) gives the first positions with one dependent load fewer; same outputs.
-    ``max_query_len`` (host int, optional) sizes the grid like vLLM; without it each program loops.
+    ``max_query_len`` (host int, optional: at least every request's token count, as in vLLM) sizes the grid so
+    that each program builds its rows in one pass; without it each program loops.
     ``check_values`` (default: on CPU only; it syncs a GPU) checks query_start_loc, num_rejected and
-    that seq_lens agrees with target_positions.
+    that seq_lens agrees with target_positions. ``tile`` (power of two, default ``TILE``): rows per program.
     """
     if num_rejected is None:
         num_rejected = torch.zeros(bonus_tokens.shape[0], dtype=torch.int32, device=bonus_tokens.device)
@@ -221,6 +242,14 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
         check_values = target_token_ids.device.type != "cuda"
     B, N_in, device = _validate(target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected,
                                 block_table, seq_lens, k, block_size, max_model_len, check_values)
+    if max_query_len is not None:
+        if not isinstance(max_query_len, int) or isinstance(max_query_len, bool) or max_query_len < 1:
+            raise ValueError(f"max_query_len must be a host integer >= 1 (the longest request's token count), "
+                             f"got {max_query_len!r}")
+        longest = int((query_start_loc[1:] - query_start_loc[:-1]).max()) if check_values and B else 0
+        if longest > max_query_len:  # the grid would not reach the last rows of the longest request
+            raise ValueError(f"max_query_len={max_query_len} but a request has {longest} tokens: pass the batch's "
+                             f"longest query length (or max_query_len=None to let each program loop)")
     args = (target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected, block_table)
     kw = dict(k=k, mask_token_id=mask_token_id, block_size=block_size, max_model_len=max_model_len,
               seq_lens=seq_lens, padding_token_id=padding_token_id, padding_slot_id=padding_slot_id)
@@ -245,7 +274,10 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     BLOCK_T = min(256, next_pow2(rows))
     n_blocks = triton.cdiv(rows, BLOCK_T) if max_query_len is not None else 1
     # Short (decode) requests share a program: REQS * BLOCK_T ~ TILE elements, ELEMS_PER_THREAD each.
-    reqs = max(1, min(next_pow2(B), TILE // BLOCK_T))
+    tile = TILE if tile is None else tile
+    if tile < 1 or tile & (tile - 1):
+        raise ValueError(f"tile must be a power of two >= 1, got {tile}")
+    reqs = max(1, min(next_pow2(B), tile // BLOCK_T))
     num_warps = max(1, min(8, reqs * BLOCK_T // (32 * ELEMS_PER_THREAD)))
     bt = block_table if block_table.stride(1) == 1 else block_table.contiguous()
     # the kernel indexes 1-D inputs with unit stride (no-ops for the usual contiguous tensors)
@@ -260,7 +292,8 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
         bt.stride(0), out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices,
         out.hidden_state_mapping, out.hidden_src, out.slot_mapping, out.query_start_loc,
         B, N_in, k, mask_token_id, padding_token_id, padding_slot_id, max_model_len,
-        HAS_SEQ_LENS=seq_lens is not None, BLOCK_SIZE=block_size, REQS=reqs, BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k),
+        HAS_SEQ_LENS=seq_lens is not None, ONE_PASS=max_query_len is not None, BLOCK_SIZE=block_size, REQS=reqs,
+        BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k),
         num_warps=num_warps)
     return out
 
@@ -424,18 +457,23 @@ def max_abs_diff(a: DraftInputs, b: DraftInputs) -> int:
 
 
 def check_correctness(B: int = 9, K: int = 4, device="cpu", seed: int = 0, **batch_kw) -> int:
-    """Largest difference from the reference (positions path) of Triton, the eager chain and the reference
-    itself, each with and without seq_lens, on one random batch."""
+    """Largest difference from the reference (positions path) of Triton (one pass and looping), the eager chain
+    and the reference itself, each with and without seq_lens, on one random batch."""
     args, kw = random_batch(B, K, device, seed=seed, with_seq_lens=True, **batch_kw)
     positions_kw = {**kw, "seq_lens": None}
     ref = reference_draft_inputs(*args, **positions_kw)
+    longest = max(1, int((args[3][1:] - args[3][:-1]).max()))
     return max(max_abs_diff(fn(*args, **k), ref) for k in (kw, positions_kw)
-               for fn in (partial(build_draft_inputs, use_triton=True), eager_draft_inputs, reference_draft_inputs))
+               for fn in (partial(build_draft_inputs, use_triton=True),
+                          partial(build_draft_inputs, use_triton=True, max_query_len=longest),
+                          eager_draft_inputs, reference_draft_inputs))
 
 
-def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30):
-    """Per (B, K) decode batch: device and host time of the Triton kernel with seq_lens ("triton") and with
-    positions from target_positions ("triton_positions"), the eager chain and the reference."""
+def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30,
+                           tile: int | None = None):
+    """Per (B, K) decode batch: device and host time of the Triton kernel with seq_lens and max_query_len
+    ("triton"), with positions from target_positions ("triton_positions"), looping without max_query_len
+    ("triton_loop"), the eager chain and the reference."""
     on_gpu = torch.device(device).type == "cuda"
     rows = []
     for K in ks:
@@ -444,14 +482,17 @@ def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), devi
             positions_kw = {**kw, "seq_lens": None}  # eager and reference as before seq_lens existed
             variants = {
                 "triton": (lambda: build_draft_inputs(*args, **kw, max_query_len=K + 1, use_triton=True,
-                                                      check_values=False), True),
+                                                      check_values=False, tile=tile), True),
                 "triton_positions": (lambda: build_draft_inputs(*args, **positions_kw, max_query_len=K + 1,
-                                                                use_triton=True, check_values=False), True),
+                                                                use_triton=True, check_values=False, tile=tile), True),
+                "triton_loop": (lambda: build_draft_inputs(*args, **kw, use_triton=True, check_values=False,
+                                                           tile=tile), True),
                 "eager": (lambda: eager_draft_inputs(*args, **positions_kw), True),
                 "reference": (lambda: reference_draft_inputs(*args, **positions_kw), False),
             }
             for name, t in time_variants(variants, on_gpu, reps=reps).items():
-                rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t})
+                rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t,
+                             **({"tile": tile or TILE} if name.startswith("triton") else {})})
     return rows
 
 

@@ -18,6 +18,7 @@ import argparse
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ GPU_KS = (3, 7, 10)
 HIDDEN_SIZE = 2880  # GPT-OSS-20B, the model of the published P-EAGLE speedups
 # summary name, kernel, variant: time over the launch floor (the issue's goal for kernels 1 and 3)
 FLOOR_RATIOS = (("greedy_verify", "greedy_verify", "triton"), ("draft_inputs", "draft_inputs", "triton"),
-                ("draft_inputs_positions", "draft_inputs", "triton_positions"))
+                ("draft_inputs_positions", "draft_inputs", "triton_positions"),
+                ("draft_inputs_loop", "draft_inputs", "triton_loop"))
 EXPAND_BLOCKS = ((1, 1024, 4), (2, 1024, 4), (4, 1024, 4), (8, 1024, 8), (4, 512, 4), (2, 2048, 8), (16, 256, 4))
 
 
@@ -57,6 +59,28 @@ def _correctness(device: str, smoke: bool) -> list[dict[str, Any]]:
     for kernel, value in worst.items():
         rows.append({"kernel": kernel, "variant": "correctness", "max_abs_diff": value, "n_checks": n})
     return rows
+
+
+DRAFT_INPUTS_TILES = (16, 32, 64, 128)
+
+
+def _draft_inputs_tile_sweep(device: str, batch_sizes, ks) -> tuple[list[dict], int]:
+    """Device time of the input builder (seq_lens, one pass) per tile; the best tile is the one whose slowest
+    decode batch up to B=256 is fastest (the issue's goal is the worst case, not the mean)."""
+    from peagle_kernels import _common, draft_inputs as di
+
+    rows = []
+    for tile in DRAFT_INPUTS_TILES:
+        for K in ks:
+            for B in [b for b in batch_sizes if b <= 256]:
+                args, kw = di.random_batch(B, K, device, seed=B + K, with_seq_lens=True)
+                call = partial(di.build_draft_inputs, *args, **kw, max_query_len=K + 1, use_triton=True,
+                               check_values=False, tile=tile)
+                us = _common.device_us(call)
+                rows.append({"kernel": "draft_inputs", "variant": "tile_sweep", "tile": tile, "batch_size": B, "k": K,
+                             "device_us": us})
+    worst = {t: max(r["device_us"] for r in rows if r["tile"] == t) for t in DRAFT_INPUTS_TILES}
+    return rows, min(worst, key=worst.get)
 
 
 def _expand_block_sweep(device: str, B: int, K: int, H: int) -> tuple[list[dict], tuple[int, int, int]]:
@@ -107,7 +131,12 @@ def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_
     log(f"[{time.perf_counter() - t0:6.1f}s] launch floor: {runs[-1]}")
     runs += gv.benchmark_greedy_verify(batch_sizes, ks, device=device, reps=reps)
     log(f"[{time.perf_counter() - t0:6.1f}s] greedy_verify done")
-    runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps)
+    tile = None
+    if on_gpu:
+        sweep, tile = _draft_inputs_tile_sweep(device, batch_sizes, ks)
+        runs += sweep
+        log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs tile sweep: best {tile}")
+    runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps, tile=tile)
     log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs done")
     block = (4, min(1024, H), 4)
     if on_gpu:
@@ -135,8 +164,11 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
     for r in runs:
         if r.get("variant") == "correctness":
             out[f"{r['kernel']}.max_abs_diff"] = r["max_abs_diff"]
-    # draft_inputs "triton" passes seq_lens; "triton_positions" reads the first positions from target_positions
-    # (one dependent load more) and is absent from files recorded before seq_lens existed.
+        if r.get("kernel") == "draft_inputs" and r.get("variant") == "triton" and "tile" in r:
+            out["draft_inputs.tile"] = r["tile"]  # rows per program, chosen by the tile sweep of this run
+    # draft_inputs "triton" passes seq_lens and max_query_len; "triton_positions" reads the first positions from
+    # target_positions (one dependent load more); "triton_loop" omits max_query_len (each program loops). Both are
+    # absent from files recorded before they existed.
     for name, kernel, variant in FLOOR_RATIOS:
         upto = [r for r in runs if r.get("kernel") == kernel and r.get("variant") == variant
                 and r["batch_size"] <= max_floor_batch]
@@ -184,8 +216,9 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
     notes = ("Parallel-drafting kernels (peagle_kernels): device_us = median of CUDA-graph replays timed with events "
              "(no host launch cost); wall_us = median host time of one eager call incl. launch overhead; "
              "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
-             "variant: triton (one fused launch; draft_inputs with seq_lens), triton_positions (draft_inputs without "
-             "seq_lens: first positions read from target_positions, one dependent load more), eager (the same work as "
+             "variant: triton (one fused launch; draft_inputs with seq_lens and max_query_len), triton_positions "
+             "(draft_inputs without seq_lens: first positions read from target_positions, one dependent load more), "
+             "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same work as "
              "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
              "launch_floor (an empty Triton kernel).")
     doc = make_results("kernels", runs, notes=notes)

@@ -140,7 +140,6 @@ DRAFT_INPUTS_CASES = {
     "long_prefill_looping": (2, 3, dict(decode=False, min_prefill=40, max_prefill=60)),
     "large_batch": (96, 10, {}),
 }
-GRID_FROM_MAX_QUERY_LEN = {"long_prefill_2d_grid", "large_batch"}  # the others let each program loop
 
 
 def draft_inputs_case(name: str):
@@ -152,7 +151,9 @@ def draft_inputs_case(name: str):
 
 
 def cases_draft_inputs() -> dict:
-    """Per case: differing entries of the kernel vs the reference (positions path), with and without seq_lens."""
+    """Per case: differing entries of the kernel vs the reference (positions path), for each first-position source
+    (``target_positions`` or ``seq_lens``) and launch shape (``one_pass``: grid from max_query_len; ``loop``:
+    each program loops over its rows). Keys ``"<positions|seq_lens>_<one_pass|loop>"``."""
     from peagle_kernels.draft_inputs import DraftInputs, build_draft_inputs, reference_draft_inputs
 
     vllm = vllm_kernel_sources()
@@ -161,12 +162,14 @@ def cases_draft_inputs() -> dict:
         args, kw = draft_inputs_case(name)
         positions_kw = {**kw, "seq_lens": None}
         ref = reference_draft_inputs(*args, **positions_kw)
-        qlen_max = int((args[3][1:] - args[3][:-1]).max())
-        mql = qlen_max if name in GRID_FROM_MAX_QUERY_LEN else None
-        res = {"diff": _diff(build_draft_inputs(*args, **positions_kw, use_triton=True, max_query_len=mql), ref),
-               "seq_lens_diff": _diff(build_draft_inputs(*args, **kw, use_triton=True, max_query_len=mql), ref),
-               "n_out": int(ref.input_ids.numel()), "n_rejected": int(ref.is_rejected.sum()),
-               "n_padding_slots": int((ref.slot_mapping == -1).sum())}
+        qlen_max = max(1, int((args[3][1:] - args[3][:-1]).max()))
+        res = {f"{path}_{shape}": _diff(build_draft_inputs(*args, **path_kw, use_triton=True, max_query_len=mql), ref)
+               for path, path_kw in (("positions", positions_kw), ("seq_lens", kw))
+               for shape, mql in (("one_pass", qlen_max), ("loop", None))}
+        res["other_tiles"] = max(_diff(build_draft_inputs(*args, **kw, use_triton=True, max_query_len=qlen_max,
+                                                          tile=tile), ref) for tile in (16, 128))
+        res.update(n_out=int(ref.input_ids.numel()), n_rejected=int(ref.is_rejected.sum()),
+                   n_padding_slots=int((ref.slot_mapping == -1).sum()))
         if vllm is not None and "empty" not in name:  # vLLM has no empty requests
             theirs = run_vllm_draft_inputs(vllm, args, positions_kw)
             fields = [DraftInputs._fields.index(f) for f in theirs]

@@ -28,6 +28,7 @@ def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     for kernel in ("greedy_verify", "draft_inputs", "hidden_expand"):
         assert {(kernel, v) for v in ("triton", "eager", "reference")} <= variants
     assert ("draft_inputs", "triton_positions") in variants  # the input builder without seq_lens, same run
+    assert ("draft_inputs", "triton_loop") in variants  # ... and without max_query_len (looping programs)
     assert {r["batch_size"] for r in doc["runs"] if r.get("variant") == "triton"} == {1, 3}
     assert s["draft_inputs.max_over_floor_upto_256"] > 0 and s["draft_inputs_positions.max_over_floor_upto_256"] > 0
     assert "launch_floor_us" in proc.stdout or "launch_floor" in json.dumps(doc)
@@ -44,16 +45,17 @@ def _doc(draft_inputs_variants):
 
 
 def test_summary_reports_the_input_builder_with_and_without_seq_lens():
-    s = summarize(_doc({"triton": 1.5, "triton_positions": 1.8}))
+    s = summarize(_doc({"triton": 1.5, "triton_positions": 1.8, "triton_loop": 1.7}))
     assert s["draft_inputs.max_over_floor_upto_256"] == pytest.approx(1.65)  # batch 512 is past the goal's range
     assert s["draft_inputs_positions.max_over_floor_upto_256"] == pytest.approx(1.98)
+    assert s["draft_inputs_loop.max_over_floor_upto_256"] == pytest.approx(1.87)
     assert s["draft_inputs.speedup_vs_eager.median"] == pytest.approx(40 / 1.5)  # the headline is the seq_lens path
 
 
 def test_summary_of_a_file_recorded_before_seq_lens_has_no_positions_figure():
     s = summarize(_doc({"triton": 1.8}))
     assert s["draft_inputs.max_over_floor_upto_256"] == pytest.approx(1.98)
-    assert not any(key.startswith("draft_inputs_positions") for key in s)
+    assert not any(key.startswith(("draft_inputs_positions", "draft_inputs_loop")) for key in s)
 
 
 def test_cpu_dry_run_without_interpreter_says_how(repo_root):

@@ -16,10 +16,16 @@ def interpreted():
     return run_interpreted("draft_inputs")
 
 
+@pytest.mark.parametrize("shape", ["one_pass", "loop"])
 @pytest.mark.parametrize("path", ["positions", "seq_lens"])
 @pytest.mark.parametrize("case", CASES)
-def test_triton_matches_reference(interpreted, case, path):
-    assert interpreted[case]["diff" if path == "positions" else "seq_lens_diff"] == 0, interpreted[case]
+def test_triton_matches_reference(interpreted, case, path, shape):
+    assert interpreted[case][f"{path}_{shape}"] == 0, interpreted[case]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_other_launch_tiles_give_the_same_batch(interpreted, case):
+    assert interpreted[case]["other_tiles"] == 0, interpreted[case]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -133,6 +139,12 @@ def _bad(name):
         kw["seq_lens"][2] = 3  # request 2 has K+1 = 4 tokens this step
     elif name == "seq_lens_disagree":
         kw["seq_lens"] = kw["seq_lens"] + 1
+    elif name == "max_query_len_short":
+        kw["max_query_len"] = 3  # decode requests have K+1 = 4 tokens
+    elif name == "max_query_len_zero":
+        kw["max_query_len"] = 0
+    elif name == "tile_not_pow2":
+        kw["tile"] = 48
     return (tok, pos, bonus, qsl, nrej, bt), kw
 
 
@@ -150,6 +162,9 @@ def _bad(name):
     ("seq_lens_device", ValueError, "move seq_lens with .to\\('cpu'\\)"),
     ("seq_lens_below_qlen", ValueError, "seq_lens\\[2\\]=3 is less than request 2's 4 tokens"),
     ("seq_lens_disagree", ValueError, "seq_lens\\[0\\]=\\d+ disagrees with target_positions: .* or seq_lens=None"),
+    ("max_query_len_short", ValueError, "max_query_len=3 but a request has 4 tokens"),
+    ("max_query_len_zero", ValueError, "max_query_len must be a host integer >= 1"),
+    ("tile_not_pow2", ValueError, "tile must be a power of two >= 1, got 48"),
 ])
 def test_bad_inputs_raise_before_launch(name, error, match):
     args, kw = _bad(name)

@@ -319,9 +319,9 @@ def write_card(out: Path) -> None:
     (out / "README.md").write_text(model_card(summary, compare))
 
 
-def reevaluate(cfg: DrafterTrainConfig, log=_log) -> dict:
+def reevaluate(cfg: DrafterTrainConfig, log=_log, note: str | None = None) -> dict:
     """``--eval-only``: re-measure an exported head (e.g. trained on a GPU, measured on CPU) and rewrite its
-    ``training_log.json`` and model card."""
+    ``training_log.json`` and model card; ``note`` (``--note``) is kept in both, for how the run was made."""
     from peagle_nb.models.heads import load_head
 
     device = resolve_device(cfg.device)
@@ -329,6 +329,8 @@ def reevaluate(cfg: DrafterTrainConfig, log=_log) -> dict:
     if not log_path.is_file():
         raise SystemExit(f"--eval-only needs {log_path} (written by a training run). Fix: train first.")
     summary = json.loads(log_path.read_text())
+    if note and note not in summary.setdefault("notes", []):
+        summary["notes"].append(note)
     target, tokenizer = load_target(cfg.target, device=device)
     head = load_head(cfg.out, device=device)
     return evaluate_and_write(summary, head, target, tokenizer, cfg, device, log)
@@ -446,9 +448,19 @@ def model_card(s: dict, compare: dict | None = None) -> str:
         serve = ('{"method": "eagle3", "model": "data/models/tiny-peagle", "num_speculative_tokens": 7, '
                  '"parallel_drafting": true}')
     smoke_flag = " --smoke" if c["smoke"] else ""
-    cmd = (f"peagle-nb train {kind}{smoke_flag} --steps {c['steps']} --batch-size {c['batch_size']} --lr {c['lr']:g} "
-           f"--k {c['k']} --n-sequences {c['n_sequences']} --seq-len {c['seq_len']} --device cuda"
-           + (f" --time-budget-s {c['time_budget_s']:g}" if c["time_budget_s"] else ""))
+    # A time-budgeted run is reproduced by its step count (the schedule follows the same progress).
+    steps = s["steps_run"] if c["time_budget_s"] else c["steps"]
+    options = [f"--intermediate-size {c['intermediate_size']}" if c.get("intermediate_size") else "",
+               f"--greedy-fraction {c['greedy_fraction']:g}" if c.get("greedy_fraction", 0.75) != 1.0 else "",
+               f"--cod-r {c['cod_r']:g} --cod-r-min {c['cod_r_min']:g}"
+               if kind == "peagle" and (c["cod_r"], c["cod_r_min"]) != (0.7, 0.2) else "",
+               f"--init-from {s['init_from']['path']}" if s.get("init_from") else ""]
+    cmd = (f"peagle-nb train {kind}{smoke_flag} --steps {steps} --batch-size {c['batch_size']} --lr {c['lr']:g} "
+           f"--k {c['k']} --n-sequences {c['n_sequences']} --seq-len {c['seq_len']} "
+           + "".join(o + " " for o in options if o) + "--device cuda")
+    budget = (f"\nThe run itself stopped at a {c['time_budget_s']:g} s time budget on {s['device']}, where "
+              f"{s['steps_run']} steps fit." if c["time_budget_s"] else "")
+    notes = "".join(f"\n\n{n}" for n in s.get("notes", []))
     reeval = ""
     if s.get("earlier_evaluations"):
         reeval = (f"\nThe acceptance tables were then re-measured on {s['eval']['device']} with\n`peagle-nb train {kind} "
@@ -495,7 +507,7 @@ vLLM: `--speculative-config '{serve}'`; this suite: `peagle_nb.models.heads.load
 ```bash
 {cmd} --data-cache build/drafter_data.pt --out data/models/{name}
 ```
-(`--data-cache` lets `train eagle3` and `train peagle` share the same self-distillation data.){reeval}
+(`--data-cache` lets `train eagle3` and `train peagle` share the same self-distillation data.){budget}{reeval}{notes}
 """
 
 
@@ -533,6 +545,8 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
         p.add_argument("--cod-r-min", type=float, default=None, help="COD minimum keep fraction (default 0.2)")
     p.add_argument("--eval-only", action="store_true",
                    help="re-measure the head already in --out and rewrite its training_log.json and model card")
+    p.add_argument("--note", default=None,
+                   help="with --eval-only: a remark on how the run was made, kept in the log and the model card")
 
 
 def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:

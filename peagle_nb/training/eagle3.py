@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         build_data_only(cfg)
         return 0
     if args.eval_only:
-        reevaluate(cfg)
+        reevaluate(cfg, note=args.note)
         return 0
     train_drafter(cfg, ttt_loss)
     return 0

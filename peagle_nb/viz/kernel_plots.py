@@ -11,6 +11,9 @@ import plotly.graph_objects as go
 
 VARIANT_STYLE = {
     "triton": dict(name="Triton (one fused launch)", color="#d62728"),
+    # draft_inputs only, in files that have them: the same kernel without seq_lens / without max_query_len
+    "triton_positions": dict(name="Triton, positions from target_positions", color="#d62728", dash="dash"),
+    "triton_loop": dict(name="Triton, looping programs (no max_query_len)", color="#ff9896", dash="dashdot"),
     "eager": dict(name="eager PyTorch ops (before fusion)", color="#1f77b4"),
     "reference": dict(name="PyTorch reference (host loop)", color="#7f7f7f"),
 }
@@ -51,7 +54,8 @@ def kernel_time_figure(doc: dict[str, Any], kernel: str, k: int = 7, metric: str
         substituted = fallback and metric != key
         label = style["name"] + (" (host time: cannot be graph-captured)" if substituted else "")
         fig.add_trace(go.Scatter(x=[r["batch_size"] for r in rows], y=ys, mode="lines+markers", name=label,
-                                 line=dict(color=style["color"], dash="dot" if substituted else "solid")))
+                                 line=dict(color=style["color"],
+                                           dash="dot" if substituted else style.get("dash", "solid"))))
     floor = next((r for r in doc["runs"] if r.get("variant") == "launch_floor"), None)
     if floor and floor.get(metric):
         fig.add_hline(y=floor[metric], line_dash="dash", line_color="#2ca02c",

@@ -151,6 +151,17 @@ def _save_data(path: Path, key: dict, data: DrafterData, info: dict) -> None:
     torch.save({"key": key, "info": info, "data": data.state()}, path)
 
 
+def run_mode(cfg: DrafterTrainConfig, args: argparse.Namespace, loss_fn: Callable) -> int:
+    """What ``peagle-nb train eagle3|peagle`` does with its options: build the data only, re-evaluate, or train."""
+    if args.data_only:
+        build_data_only(cfg)
+    elif args.eval_only:
+        reevaluate(cfg, note=args.note)
+    else:
+        train_drafter(cfg, loss_fn)
+    return 0
+
+
 def build_data_only(cfg: DrafterTrainConfig, log=_log) -> dict:
     """``--data-only``: build the self-distillation data into ``cfg.data_cache`` and stop (several runs, even
     concurrent ones, can then share it)."""

@@ -14,8 +14,7 @@ import torch
 
 from peagle_nb.training.drafter_data import soft_ce
 from peagle_nb.training.drafter_forward import eagle3_unroll
-from peagle_nb.training.drafter_train import (DrafterTrainConfig, build_data_only, config_from_args, reevaluate,
-                                              train_drafter)
+from peagle_nb.training.drafter_train import DrafterTrainConfig, config_from_args, run_mode
 from peagle_nb.training.drafter_train import add_arguments as _add_arguments
 
 
@@ -43,14 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args, "eagle3")
     cfg.num_layers = 1
-    if args.data_only:
-        build_data_only(cfg)
-        return 0
-    if args.eval_only:
-        reevaluate(cfg, note=args.note)
-        return 0
-    train_drafter(cfg, ttt_loss)
-    return 0
+    return run_mode(cfg, args, ttt_loss)
 
 
 if __name__ == "__main__":

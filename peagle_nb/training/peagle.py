@@ -15,8 +15,7 @@ import torch
 from peagle_nb.training.cod import cod_sample
 from peagle_nb.training.drafter_data import soft_ce
 from peagle_nb.training.drafter_forward import peagle_layout_forward
-from peagle_nb.training.drafter_train import (DrafterTrainConfig, build_data_only, config_from_args, reevaluate,
-                                              train_drafter)
+from peagle_nb.training.drafter_train import DrafterTrainConfig, config_from_args, run_mode
 from peagle_nb.training.drafter_train import add_arguments as _add_arguments
 
 
@@ -45,14 +44,7 @@ def run(args: argparse.Namespace) -> int:
         cfg.num_layers = 4
     if not 2 <= cfg.num_layers <= 4:
         raise SystemExit(f"--num-layers {cfg.num_layers}: a P-EAGLE head here has 2-4 layers")
-    if args.data_only:
-        build_data_only(cfg)
-        return 0
-    if args.eval_only:
-        reevaluate(cfg, note=args.note)
-        return 0
-    train_drafter(cfg, cod_loss)
-    return 0
+    return run_mode(cfg, args, cod_loss)
 
 
 if __name__ == "__main__":

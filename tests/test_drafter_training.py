@@ -183,13 +183,17 @@ def test_smoke_training_options(smoke_target, tmp_path):
     assert set(blob["data"]) == {"tokens", "prompt_len", "draft_ids"}  # token ids only: the target is the teacher
     assert blob["info"]["n_greedy"] == blob["info"]["n_sequences"]  # greedy continuations by default
     first, second = tmp_path / "pe", tmp_path / "pe2"
-    assert run("--out", str(first), "--intermediate-size", "96", "--val-prompts", "2", "--steps", "6") == 0
+    assert run("--out", str(first), "--intermediate-size", "96", "--val-prompts", "2", "--steps", "6",
+               "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
     log = json.loads((first / "training_log.json").read_text())
     assert load_head(first).config.intermediate_size == 96
+    assert (log["config"]["cod_r"], log["config"]["cod_r_min"]) == (0.8, 0.3)
+    assert "--intermediate-size 96 --cod-r 0.8 --cod-r-min 0.3" in (first / "README.md").read_text()  # reproducible
     assert set(log["validation"]) == {"prose-val", "code-val"}
     assert all(r["prompts"] == 2 for res in log["validation"].values() for r in res.values())
     assert "## Validation" in (first / "README.md").read_text()
-    assert run("--out", str(second), "--intermediate-size", "96", "--init-from", str(first), "--steps", "4") == 0
+    assert run("--out", str(second), "--intermediate-size", "96", "--init-from", str(first), "--steps", "4",
+               "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
     log2 = json.loads((second / "training_log.json").read_text())
     assert log2["init_from"]["steps_run"] == 6 and "10 steps" in (second / "README.md").read_text()
     with pytest.raises(SystemExit, match="intermediate-size"):

@@ -196,7 +196,7 @@ def test_smoke_training_options(smoke_target, tmp_path):
                "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
     log2 = json.loads((second / "training_log.json").read_text())
     assert log2["init_from"]["steps_run"] == 6 and "10 steps" in (second / "README.md").read_text()
-    with pytest.raises(SystemExit, match="intermediate-size"):
+    with pytest.raises(SystemExit, match=r"intermediate_size 96 \(this run: 128\)"):
         run("--out", str(tmp_path / "bad"), "--init-from", str(first))  # default width != 96
 
 

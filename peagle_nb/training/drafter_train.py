@@ -13,6 +13,7 @@ vLLM's layout; write ``training_log.json`` and the model card. The method-specif
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -187,10 +188,14 @@ def make_head(cfg: DrafterTrainConfig, target, tokenizer, draft_ids: torch.Tenso
         from peagle_nb.models.heads import load_head
 
         earlier = load_head(cfg.init_from, target=target)
-        if earlier.config.replace(extra={}) != hcfg.replace(extra={}) or not torch.equal(earlier.d2t, head.d2t):
-            raise SystemExit(f"--init-from {cfg.init_from}: that head's shape or draft vocabulary differs from this "
-                             f"run's ({earlier.config} vs {hcfg}). Fix: pass the same --num-layers/"
-                             f"--intermediate-size/--k/--draft-vocab-size and data options as the run that made it.")
+        theirs, ours = dataclasses.asdict(earlier.config.replace(extra={})), dataclasses.asdict(hcfg.replace(extra={}))
+        differ = [f"{k} {theirs[k]} (this run: {ours[k]})" for k in ours if theirs[k] != ours[k]]
+        if not differ and not torch.equal(earlier.d2t, head.d2t):
+            differ = ["draft vocabulary (the data differs)"]
+        if differ:
+            raise SystemExit(f"--init-from {cfg.init_from}: that head differs from this run's in {', '.join(differ)}. "
+                             f"Fix: pass the same --num-layers/--intermediate-size/--k/--draft-vocab-size and data "
+                             f"options as the run that made it.")
         head.load_state_dict(earlier.state_dict())
     else:
         init_from_target(head, target)

@@ -196,6 +196,11 @@ def test_smoke_training_options(smoke_target, tmp_path):
                "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
     log2 = json.loads((second / "training_log.json").read_text())
     assert log2["init_from"]["steps_run"] == 6 and "10 steps" in (second / "README.md").read_text()
+    third = tmp_path / "pe3"  # continuing on new data (another seed) keeps the head's own draft vocabulary
+    assert run("--out", str(third), "--intermediate-size", "96", "--init-from", str(first), "--steps", "2",
+               "--seed", "1", "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
+    assert torch.load(cache)["key"]["seed"] == 1
+    assert torch.equal(load_head(third).d2t, load_head(first).d2t)
     with pytest.raises(SystemExit, match=r"intermediate_size 96 \(this run: 128\)"):
         run("--out", str(tmp_path / "bad"), "--init-from", str(first))  # default width != 96
 

@@ -190,12 +190,12 @@ def make_head(cfg: DrafterTrainConfig, target, tokenizer, draft_ids: torch.Tenso
         earlier = load_head(cfg.init_from, target=target)
         theirs, ours = dataclasses.asdict(earlier.config.replace(extra={})), dataclasses.asdict(hcfg.replace(extra={}))
         differ = [f"{k} {theirs[k]} (this run: {ours[k]})" for k in ours if theirs[k] != ours[k]]
-        if not differ and not torch.equal(earlier.d2t, head.d2t):
-            differ = ["draft vocabulary (the data differs)"]
         if differ:
             raise SystemExit(f"--init-from {cfg.init_from}: that head differs from this run's in {', '.join(differ)}. "
                              f"Fix: pass the same --num-layers/--intermediate-size/--k/--draft-vocab-size and data "
                              f"options as the run that made it.")
+        # The earlier head's draft vocabulary (d2t/t2d) comes with its state: new data (another --seed or
+        # --n-sequences) may count a slightly different top-Vd set, but lm_head's rows belong to the old one.
         head.load_state_dict(earlier.state_dict())
     else:
         init_from_target(head, target)
@@ -214,7 +214,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
     data, data_info = get_data(cfg, target, tokenizer, log)
     tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
-    teacher = TargetTeacher(target, head.aux_layer_ids, data.draft_ids)
+    teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())  # soft labels over the head's vocabulary
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(cfg.seed)

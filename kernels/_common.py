@@ -7,7 +7,9 @@ variable must be set before the first ``import triton`` in the process; otherwis
 on CPU tensors raises a clear error (``use_triton=None`` falls back to the PyTorch reference).
 Timers: ``device_us`` (CUDA graph replays timed with events: device time without host launch cost),
 ``wall_us`` (host clock around eager calls: what an eager caller pays), ``launch_floor_us`` (an
-empty kernel: the latency floor). Explained in notebook 04.
+empty kernel: the latency floor), ``paired_device_us`` (a kernel and the floor measured alternately),
+``dependent_loads_fn`` (a chain of dependent loads: the floor of a kernel whose addresses come from
+memory). Explained in notebook 04.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Callable
 
 import torch
 import triton
+import triton.language as tl
 
 def use_triton_for(use_triton: bool | None, device: torch.device) -> bool:
     """``None`` (auto): Triton on CUDA tensors, the PyTorch reference elsewhere."""
@@ -78,6 +81,31 @@ def empty_kernel(x_ptr):
     pass
 
 
+@triton.jit
+def dependent_loads_kernel(a_ptr, b_ptr, out_ptr, DEPTH: tl.constexpr, N: tl.constexpr):
+    """``DEPTH`` loads, each indexed by the value the one before returned, then one store: the least a kernel
+    whose addresses depend on loaded values (``query_start_loc`` -> tokens -> ...) can cost. The loads
+    alternate between two tables, so that each one is a trip to L2 (not a hit on the line just fetched)."""
+    i = tl.program_id(0) * N + tl.arange(0, N)
+    x = i
+    for d in tl.static_range(DEPTH):
+        if d % 2 == 0:
+            x = tl.load(a_ptr + x)
+        else:
+            x = tl.load(b_ptr + x)
+    tl.store(out_ptr + i, x)
+
+
+def dependent_loads_fn(depth: int, programs: int, device="cuda") -> Callable[[], None]:
+    """A launch of ``dependent_loads_kernel`` over ``programs`` programs of 32 lanes (identity tables, so
+    every load stays in bounds and the chain cannot be folded away by the compiler)."""
+    n = 32
+    a = torch.arange(programs * n, dtype=torch.int32, device=device)
+    b, out = a.clone(), torch.empty_like(a)
+    kernel = runnable(dependent_loads_kernel, torch.device(device))
+    return lambda: kernel[(programs,)](a, b, out, DEPTH=depth, N=n, num_warps=1)
+
+
 def launch_floor_fn(device="cuda") -> Callable[[], None]:
     buf = torch.empty(1, device=device)
     kernel = runnable(empty_kernel, torch.device(device))
@@ -132,15 +160,31 @@ def launch_floor_us(device="cuda", reps: int = 30) -> dict[str, float | None]:
     return {"device_us": device_us(fn) if on_gpu else None, "wall_us": wall_us(fn, reps=reps)}
 
 
+def paired_device_us(fn: Callable[[], object], device="cuda", rounds: int = 3) -> tuple[float, float]:
+    """``(device_us of fn, device_us of the empty kernel)``, each the median of ``rounds`` measurements taken
+    alternately: the floor moves by ~10% over a run on a shared host, so a ratio to it is only fair when
+    both were measured at the same time."""
+    floor = launch_floor_fn(device)
+    times, floors = [], []
+    for _ in range(rounds):
+        floors.append(device_us(floor))
+        times.append(device_us(fn))
+    return statistics.median(times), statistics.median(floors)
+
+
 def time_variants(variants: dict[str, tuple[Callable[[], object], bool]], on_gpu: bool,
-                  reps: int = 30) -> dict[str, dict[str, float | None]]:
-    """``{name: (fn, graph_capturable)}`` -> ``{name: {"device_us", "wall_us"}}``."""
+                  reps: int = 30, with_floor: tuple[str, ...] = ()) -> dict[str, dict[str, float | None]]:
+    """``{name: (fn, graph_capturable)}`` -> ``{name: {"device_us", "wall_us"}}``; the variants named in
+    ``with_floor`` are timed alternately with the empty kernel and also get its ``floor_us``."""
     out = {}
     for name, (fn, capturable) in variants.items():
         out[name] = {"device_us": None, "wall_us": wall_us(fn, reps=reps)}
         if on_gpu and capturable:
             try:
-                out[name]["device_us"] = device_us(fn)
+                if name in with_floor:
+                    out[name]["device_us"], out[name]["floor_us"] = paired_device_us(fn)
+                else:
+                    out[name]["device_us"] = device_us(fn)
             except RuntimeError as exc:  # a variant that cannot be captured is reported, not fatal
                 torch.cuda.synchronize()
                 out[name]["graph_error"] = str(exc).splitlines()[0][:200]
@@ -151,5 +195,6 @@ def next_pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
 
 
-__all__ = ["check_int_tensor", "check_same_device", "device_us", "empty_kernel", "launch_floor_us",
+__all__ = ["check_int_tensor", "check_same_device", "dependent_loads_fn", "dependent_loads_kernel", "device_us",
+           "empty_kernel", "launch_floor_us", "paired_device_us",
            "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for", "wall_us"]

@@ -62,11 +62,25 @@ class DraftInputs(NamedTuple):
 
 
 @triton.jit
-def _draft_rows(start, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus,
+def _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    """The drafter's query_start_loc, and -1 sample indices for empty requests (inlined into the kernel)."""
+    tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=per_request)
+    tl.store(out_qsl_ptr + rs, qs, mask=per_request & (rs == 0))
+    ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
+    tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
+             mask=(ks < K) & (qlen[:, None] == 0) & per_request[:, None])
+
+
+@triton.jit
+def _draft_rows(start, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
                 tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
-                out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr,
-                N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr, BLOCK_T: tl.constexpr):
-    """Rows ``start .. start + BLOCK_T - 1`` of the tile's requests (inlined into the kernel)."""
+                out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr,
+                N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr, BLOCK_T: tl.constexpr,
+                REQUEST_OUTPUTS: tl.constexpr, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Rows ``start .. start + BLOCK_T - 1`` of the tile's requests (inlined into the kernel); with
+    ``REQUEST_OUTPUTS`` (one pass: each program calls this once) also the per-request outputs."""
+    qs2, qlen2 = qs[:, None], qlen[:, None]
     j = start + tl.arange(0, BLOCK_T)[None, :]
     in_bounds = j < total2
     is_valid = j < nv2
@@ -75,30 +89,34 @@ def _draft_rows(start, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus,
     is_rej = ~(is_valid | is_bonus | is_mask)
     out_idx = out_start[:, None] + j
 
+    # The two row loads first (the second round trip), then every output that needs only the per-request
+    # scalars, stored while those loads are in flight; the two outputs that wait for them go last. (Stores
+    # issue in program order and a store waiting on a load stalls the ones behind it.)
     in_idx = tl.minimum(qs2 + 1 + j, N_in - 1)
-    ids = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
-    ids = tl.where(is_bonus, bonus[:, None].to(ids.dtype), ids)
-    ids = tl.where(is_mask, mask_id, ids)
-    ids = tl.where(is_rej, pad_id, ids)
-
+    tok = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
     positions = tl.where(is_rej, 0, start_pos[:, None] + j)
     # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
     no_store = is_rej | (positions >= max_len)
     p = tl.minimum(positions, max_len - 1)
     block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=in_bounds & ~no_store, other=0)
-    slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
 
+    if REQUEST_OUTPUTS:
+        _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
     hsrc = tl.where(is_mask, -1, tl.where(j < qlen2, qs2 + j, -2))
     is_new = (is_bonus | is_mask) & in_bounds
-
-    tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
     tl.store(out_pos_ptr + out_idx, positions.to(tl.int64), mask=in_bounds)
     tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
     tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
-    tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
     tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
     tl.store(out_sample_ptr + rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
     tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
+
+    ids = tl.where(is_bonus, bonus[:, None].to(tok.dtype), tok)
+    ids = tl.where(is_mask, mask_id, ids)
+    ids = tl.where(is_rej, pad_id, ids)
+    slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
+    tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
+    tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
 
 
 @triton.jit
@@ -136,28 +154,25 @@ def draft_inputs_kernel(
         start_pos = seq_len - qlen
     else:  # target_positions[qs] waits for qs: one more round trip before the block table can be read
         start_pos = tl.load(pos_ptr + qs, mask=active, other=0).to(tl.int32)
-    # Per-request outputs, written by the first token block. Masked rather than branched on: a branch would
-    # split the code between the loads above and the row loads below, and the compiler schedules within a block.
+    # Per-request outputs, written by the first token block (masked rather than branched on: a branch would
+    # split the code between the loads above and the row loads below, and the compiler schedules within a
+    # block). In one pass they are stored while the row loads are in flight; a looping program stores them
+    # before its loop (which may run zero times).
     per_request = tl.where(blk == 0, r_ok, False)
-    tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=per_request)
-    tl.store(out_qsl_ptr + rs, qs, mask=per_request & (rs == 0))
-    ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
-    tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
-             mask=(ks < K) & (qlen[:, None] == 0) & per_request[:, None])
-
-    qs2, nv2, qlen2, total2 = qs[:, None], nv[:, None], qlen[:, None], total[:, None]
+    nv2, total2 = nv[:, None], total[:, None]
     # One inlined helper for both launch shapes (explicit arguments: the Triton frontend takes no *args).
     if ONE_PASS:  # the row loads follow the per-request loads directly: nothing waits on a reduction
-        _draft_rows(blk * BLOCK_T, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus, tok_ptr, bt_ptr,
-                    bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr,
-                    out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, N_in, K, mask_id, pad_id, pad_slot, max_len,
-                    BLOCK_SIZE, BLOCK_T)
+        _draft_rows(blk * BLOCK_T, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
+                    tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
+                    out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id, pad_id,
+                    pad_slot, max_len, BLOCK_SIZE, BLOCK_T, True, REQS, BLOCK_K)
     else:
+        _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
         for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
-            _draft_rows(start, rs, qs2, nv2, qlen2, total2, out_start, start_pos, bonus, tok_ptr, bt_ptr,
-                        bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr,
-                        out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, N_in, K, mask_id, pad_id, pad_slot, max_len,
-                        BLOCK_SIZE, BLOCK_T)
+            _draft_rows(start, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
+                        tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
+                        out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id,
+                        pad_id, pad_slot, max_len, BLOCK_SIZE, BLOCK_T, False, REQS, BLOCK_K)
 
 
 def _validate(tok, pos, bonus, qsl, nrej, block_table, seq_lens, k, block_size, max_model_len, check_values):
@@ -490,7 +505,7 @@ def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), devi
                 "eager": (lambda: eager_draft_inputs(*args, **positions_kw), True),
                 "reference": (lambda: reference_draft_inputs(*args, **positions_kw), False),
             }
-            for name, t in time_variants(variants, on_gpu, reps=reps).items():
+            for name, t in time_variants(variants, on_gpu, reps=reps, with_floor=("triton", "triton_positions", "triton_loop")).items():
                 rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t,
                              **({"tile": tile or TILE} if name.startswith("triton") else {})})
     return rows

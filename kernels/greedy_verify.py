@@ -173,7 +173,7 @@ def benchmark_greedy_verify(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), dev
                 "eager": (lambda: eager_greedy_verify(draft, target, nd), True),
                 "reference": (lambda: reference_greedy_verify(draft, target, nd), False),
             }
-            for name, t in time_variants(variants, on_gpu, reps=reps).items():
+            for name, t in time_variants(variants, on_gpu, reps=reps, with_floor=("triton",)).items():
                 rows.append({"kernel": "greedy_verify", "variant": name, "batch_size": B, "k": K, **t})
     return rows
 

@@ -2,7 +2,8 @@
 
 One call does everything the notebook and the issue's performance goals need, in one process (so one
 GPU lease): the correctness of each Triton kernel against its PyTorch reference on this device, the
-empty-kernel launch floor, time per call over batch sizes and K for the Triton kernel (the input builder
+empty-kernel launch floor (and, timed alternately with it, chains of dependent loads and each fused kernel's
+time), time per call over batch sizes and K for the Triton kernel (the input builder
 both with vLLM's ``seq_lens`` and with positions from ``target_positions``), the eager op chain (as vLLM
 did before fusion) and the reference, the hidden-state expansion's bandwidth beside a measured
 device-to-device copy, and a small block-shape sweep for it. ``summarize`` turns a results document
@@ -83,6 +84,23 @@ def _draft_inputs_tile_sweep(device: str, batch_sizes, ks) -> tuple[list[dict], 
     return rows, min(worst, key=worst.get)
 
 
+DEPENDENT_LOADS = ((0, 1), (1, 1), (2, 1), (0, 256), (1, 256), (2, 256))  # (chain depth, programs)
+
+
+def _dependent_loads(device: str) -> list[dict[str, Any]]:
+    """Chains of 0-2 dependent loads then a store, each timed alternately with the empty kernel: what a kernel
+    whose addresses come from memory must pay beyond the launch. The input builder needs two such rounds
+    (``query_start_loc``/``seq_lens``, then tokens and block table); greedy verification needs one."""
+    from peagle_kernels import _common
+
+    rows = []
+    for depth, programs in DEPENDENT_LOADS:
+        us, floor = _common.paired_device_us(_common.dependent_loads_fn(depth, programs, device), device)
+        rows.append({"kernel": "dependent_loads", "variant": "chain", "depth": depth, "programs": programs,
+                     "device_us": us, "floor_us": floor})
+    return rows
+
+
 def _expand_block_sweep(device: str, B: int, K: int, H: int) -> tuple[list[dict], tuple[int, int, int]]:
     import torch
 
@@ -129,6 +147,11 @@ def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_
                  "device_us": statistics.median(f["device_us"] for f in floors) if on_gpu else None,
                  "wall_us": statistics.median(f["wall_us"] for f in floors)})
     log(f"[{time.perf_counter() - t0:6.1f}s] launch floor: {runs[-1]}")
+    if on_gpu:
+        runs += _dependent_loads(device)
+        log(f"[{time.perf_counter() - t0:6.1f}s] dependent loads: " + ", ".join(
+            f"{r['depth']} x {r['programs']} programs {r['device_us'] / r['floor_us']:.2f} floors"
+            for r in runs if r.get("kernel") == "dependent_loads"))
     runs += gv.benchmark_greedy_verify(batch_sizes, ks, device=device, reps=reps)
     log(f"[{time.perf_counter() - t0:6.1f}s] greedy_verify done")
     tile = None
@@ -169,11 +192,22 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
     # draft_inputs "triton" passes seq_lens and max_query_len; "triton_positions" reads the first positions from
     # target_positions (one dependent load more); "triton_loop" omits max_query_len (each program loops). Both are
     # absent from files recorded before they existed.
+    # Each row's own floor (measured alternately with it) where the file has one, else the run's.
+    over = lambda r: r[metric] / (r.get("floor_us") if metric == "device_us" and r.get("floor_us") else floor)  # noqa: E731
     for name, kernel, variant in FLOOR_RATIOS:
         upto = [r for r in runs if r.get("kernel") == kernel and r.get("variant") == variant
                 and r["batch_size"] <= max_floor_batch]
         if upto:
-            out[f"{name}.max_over_floor_upto_{max_floor_batch}"] = max(r[metric] / floor for r in upto)
+            out[f"{name}.max_over_floor_upto_{max_floor_batch}"] = max(over(r) for r in upto)
+    for r in runs:  # what dependent memory round trips alone cost, in floors
+        if r.get("kernel") == "dependent_loads":
+            out[f"dependent_loads.{r['depth']}x{r['programs']}.over_floor"] = r["device_us"] / r["floor_us"]
+    # The input builder's two rounds of loads (per-request scalars, then tokens and block table) against a bare
+    # chain of two dependent loads over as many programs: how much its stores and arithmetic add on top.
+    chain = out.get("dependent_loads.2x256.over_floor")
+    if chain and f"draft_inputs.max_over_floor_upto_{max_floor_batch}" in out:
+        out[f"draft_inputs.max_over_two_load_chain_upto_{max_floor_batch}"] = (
+            out[f"draft_inputs.max_over_floor_upto_{max_floor_batch}"] / chain)
     for kernel in ("greedy_verify", "draft_inputs", "hidden_expand"):
         m = "flushed_us" if kernel == "hidden_expand" else metric  # kernel 2 is judged by bandwidth
         rows = {(r["variant"], r["batch_size"], r["k"]): r for r in runs
@@ -220,7 +254,10 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
              "(draft_inputs without seq_lens: first positions read from target_positions, one dependent load more), "
              "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same work as "
              "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
-             "launch_floor (an empty Triton kernel).")
+             "launch_floor (an empty Triton kernel); floor_us (on the fused kernels' rows) = the empty kernel timed "
+             "alternately with that row (medians of 3 each), the floor its ratio uses; dependent_loads = a chain of "
+             "`depth` dependent loads then a store over `programs` programs (the least a kernel whose addresses come "
+             "from memory pays).")
     doc = make_results("kernels", runs, notes=notes)
     if path is None:
         name = "h200" if "H200" in str(doc["machine"].get("device", "")) else (
@@ -241,12 +278,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ks", type=int, nargs="+", default=None)
     p.add_argument("--hidden-size", type=int, default=None)
     p.add_argument("--smoke", action="store_true", help="small correctness sweep (CPU dry run)")
+    p.add_argument("--repeat-into", type=Path, default=None, metavar="FILE",
+                   help="run again and attach this run's headline figures to FILE (an earlier results file of the "
+                        "same machine) as its 'repeat', to put the run-to-run spread on record; its runs are not kept")
+
+
+def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """Store ``doc``'s summary in the results file ``path`` as ``repeat`` (same device required)."""
+    from peagle_nb.results import read_results, write_results
+
+    first = read_results(path)
+    mine, theirs = doc["machine"].get("device"), first["machine"].get("device")
+    if mine != theirs:
+        raise SystemExit(f"--repeat-into {path}: that file was recorded on {theirs}, this run is on {mine}. "
+                         f"Fix: repeat on the same kind of device, or write a new file with --out.")
+    first["repeat"] = {"created": doc["created"], "what": "the same benchmark run again right after, in a new "
+                       "process on the same machine, to show the run-to-run spread (its runs are not kept; its "
+                       "headline figures are)", "summary": summarize(doc)}
+    write_results(path, first)
+    return first
 
 
 def run(args) -> int:
-    path, doc = write_kernel_results(args.out, batch_sizes=args.batch_sizes, ks=args.ks,
-                                     hidden_size=args.hidden_size, smoke=args.smoke)
-    print(f"wrote {path}")
+    if args.repeat_into is not None:
+        from peagle_nb.results import make_results
+
+        doc = make_results("kernels", run_benchmarks(batch_sizes=args.batch_sizes, ks=args.ks,
+                                                     hidden_size=args.hidden_size, smoke=args.smoke))
+        attach_repeat(args.repeat_into, doc)
+        print(f"attached this run's summary to {args.repeat_into} as 'repeat'")
+        path = args.repeat_into
+    else:
+        path, doc = write_kernel_results(args.out, batch_sizes=args.batch_sizes, ks=args.ks,
+                                         hidden_size=args.hidden_size, smoke=args.smoke)
+        print(f"wrote {path}")
     for key, value in summarize(doc).items():
         print(f"  {key:55s} {value:.4g}" if isinstance(value, float) else f"  {key:55s} {value}")
     return 0

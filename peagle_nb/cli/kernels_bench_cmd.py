@@ -35,5 +35,7 @@ def run(args) -> int:
         argv += ["--hidden-size", str(args.hidden_size)]
     if args.smoke:
         argv.append("--smoke")
+    if args.repeat_into is not None:
+        argv += ["--repeat-into", str(args.repeat_into)]
     print("no GPU: running the kernels under Triton's interpreter (TRITON_INTERPRET=1) at dry-run sizes", flush=True)
     return subprocess.run(argv, env={**os.environ, "TRITON_INTERPRET": "1"}).returncode

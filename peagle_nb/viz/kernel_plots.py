@@ -60,6 +60,12 @@ def kernel_time_figure(doc: dict[str, Any], kernel: str, k: int = 7, metric: str
     if floor and floor.get(metric):
         fig.add_hline(y=floor[metric], line_dash="dash", line_color="#2ca02c",
                       annotation_text=f"empty-kernel launch {floor[metric]:.2g} us", annotation_position="bottom right")
+    chain = next((r for r in doc["runs"] if r.get("kernel") == "dependent_loads" and r.get("depth") == 2
+                  and r.get("programs") == 256), None)
+    if chain and metric == "device_us":  # what two dependent trips to memory cost before any real work
+        fig.add_hline(y=chain["device_us"], line_dash="dot", line_color="#7f7f7f",
+                      annotation_text=f"two dependent loads, 256 programs {chain['device_us']:.2g} us",
+                      annotation_position="top left")
     what = "device time per call (CUDA graph)" if metric == "device_us" else "host time per eager call"
     device = doc.get("machine", {}).get("device", "")
     return _layout(fig, f"{KERNEL_TITLES.get(kernel, kernel)}, K={k} on {device}", f"{what} [us]")

@@ -30,6 +30,9 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
         assert 1.0 <= rec["gpu.draft_inputs_positions.max_over_floor_upto_256"] < 4
     if "gpu.repeat.draft_inputs.max_over_floor_upto_256" in rec:  # the same benchmark run again right after
         assert 1.0 <= rec["gpu.repeat.draft_inputs.max_over_floor_upto_256"] < 4
+    if "gpu.dependent_loads.2x256.over_floor" in rec:  # two dependent loads cost most of the 2x budget
+        assert 1.2 < rec["gpu.dependent_loads.2x256.over_floor"] < rec["gpu.draft_inputs.max_over_floor_upto_256"]
+        assert 1.0 < rec["gpu.draft_inputs.max_over_two_load_chain_upto_256"] < 1.25
     assert rec["gpu.draft_inputs.speedup_vs_eager"] > 10  # ~50 launches vs one
     assert rec["gpu.greedy_verify.speedup_vs_eager"] > 2
     assert rec["gpu.draft_inputs.host_speedup_vs_eager"] > 2

@@ -237,7 +237,8 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
                        block_table=None, *, k: int, mask_token_id: int, block_size: int, max_model_len: int,
                        seq_lens: torch.Tensor | None = None, padding_token_id: int = 0, padding_slot_id: int = -1,
                        max_query_len: int | None = None, use_triton: bool | None = None,
-                       check_values: bool | None = None, tile: int | None = None) -> DraftInputs:
+                       check_values: bool | None = None, tile: int | None = None,
+                       elems_per_thread: int | None = None) -> DraftInputs:
     """Build P-EAGLE's drafter batch (see the module docstring) in one launch. Explained in notebook 04.
 
     target_token_ids [N_in], target_positions [N_in], bonus_tokens [B], query_start_loc [B+1] int32,
@@ -247,7 +248,8 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     ``max_query_len`` (host int, optional: at least every request's token count, as in vLLM) sizes the grid so
     that each program builds its rows in one pass; without it each program loops.
     ``check_values`` (default: on CPU only; it syncs a GPU) checks query_start_loc, num_rejected and
-    that seq_lens agrees with target_positions. ``tile`` (power of two, default ``TILE``): rows per program.
+    that seq_lens agrees with target_positions. ``tile`` (power of two, default ``TILE``): rows per program;
+    ``elems_per_thread`` (power of two, default ``ELEMS_PER_THREAD``): rows per thread (fewer warps).
     """
     if num_rejected is None:
         num_rejected = torch.zeros(bonus_tokens.shape[0], dtype=torch.int32, device=bonus_tokens.device)
@@ -292,8 +294,11 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     tile = TILE if tile is None else tile
     if tile < 1 or tile & (tile - 1):
         raise ValueError(f"tile must be a power of two >= 1, got {tile}")
+    ept = ELEMS_PER_THREAD if elems_per_thread is None else elems_per_thread
+    if ept < 1 or ept & (ept - 1):
+        raise ValueError(f"elems_per_thread must be a power of two >= 1, got {ept}")
     reqs = max(1, min(next_pow2(B), tile // BLOCK_T))
-    num_warps = max(1, min(8, reqs * BLOCK_T // (32 * ELEMS_PER_THREAD)))
+    num_warps = max(1, min(8, reqs * BLOCK_T // (32 * ept)))
     bt = block_table if block_table.stride(1) == 1 else block_table.contiguous()
     # the kernel indexes 1-D inputs with unit stride (no-ops for the usual contiguous tensors)
     target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected = (
@@ -485,29 +490,30 @@ def check_correctness(B: int = 9, K: int = 4, device="cpu", seed: int = 0, **bat
 
 
 def benchmark_draft_inputs(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30,
-                           tile: int | None = None):
+                           tile: int | None = None, elems_per_thread: int | None = None):
     """Per (B, K) decode batch: device and host time of the Triton kernel with seq_lens and max_query_len
     ("triton"), with positions from target_positions ("triton_positions"), looping without max_query_len
     ("triton_loop"), the eager chain and the reference."""
     on_gpu = torch.device(device).type == "cuda"
+    launch = dict(use_triton=True, check_values=False, tile=tile, elems_per_thread=elems_per_thread)
+    fused = ("triton", "triton_positions", "triton_loop")
     rows = []
     for K in ks:
         for B in batch_sizes:
             args, kw = random_batch(B, K, device, seed=B + K, with_seq_lens=True)
             positions_kw = {**kw, "seq_lens": None}  # eager and reference as before seq_lens existed
             variants = {
-                "triton": (lambda: build_draft_inputs(*args, **kw, max_query_len=K + 1, use_triton=True,
-                                                      check_values=False, tile=tile), True),
-                "triton_positions": (lambda: build_draft_inputs(*args, **positions_kw, max_query_len=K + 1,
-                                                                use_triton=True, check_values=False, tile=tile), True),
-                "triton_loop": (lambda: build_draft_inputs(*args, **kw, use_triton=True, check_values=False,
-                                                           tile=tile), True),
+                "triton": (lambda: build_draft_inputs(*args, **kw, max_query_len=K + 1, **launch), True),
+                "triton_positions": (lambda: build_draft_inputs(*args, **positions_kw, max_query_len=K + 1, **launch),
+                                     True),
+                "triton_loop": (lambda: build_draft_inputs(*args, **kw, **launch), True),
                 "eager": (lambda: eager_draft_inputs(*args, **positions_kw), True),
                 "reference": (lambda: reference_draft_inputs(*args, **positions_kw), False),
             }
-            for name, t in time_variants(variants, on_gpu, reps=reps, with_floor=("triton", "triton_positions", "triton_loop")).items():
+            shape = {"tile": tile or TILE, "elems_per_thread": elems_per_thread or ELEMS_PER_THREAD}
+            for name, t in time_variants(variants, on_gpu, reps=reps, with_floor=fused).items():
                 rows.append({"kernel": "draft_inputs", "variant": name, "batch_size": B, "k": K, **t,
-                             **({"tile": tile or TILE} if name.startswith("triton") else {})})
+                             **(shape if name in fused else {})})
     return rows
 
 

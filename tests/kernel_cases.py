@@ -167,7 +167,8 @@ def cases_draft_inputs() -> dict:
                for path, path_kw in (("positions", positions_kw), ("seq_lens", kw))
                for shape, mql in (("one_pass", qlen_max), ("loop", None))}
         res["other_tiles"] = max(_diff(build_draft_inputs(*args, **kw, use_triton=True, max_query_len=qlen_max,
-                                                          tile=tile), ref) for tile in (16, 128))
+                                                          tile=tile, elems_per_thread=ept), ref)
+                                 for tile, ept in ((16, 1), (128, 1), (128, 4)))
         res.update(n_out=int(ref.input_ids.numel()), n_rejected=int(ref.is_rejected.sum()),
                    n_padding_slots=int((ref.slot_mapping == -1).sum()))
         if vllm is not None and "empty" not in name:  # vLLM has no empty requests

@@ -145,6 +145,8 @@ def _bad(name):
         kw["max_query_len"] = 0
     elif name == "tile_not_pow2":
         kw["tile"] = 48
+    elif name == "elems_per_thread_not_pow2":
+        kw["elems_per_thread"] = 3
     return (tok, pos, bonus, qsl, nrej, bt), kw
 
 
@@ -165,6 +167,7 @@ def _bad(name):
     ("max_query_len_short", ValueError, "max_query_len=3 but a request has 4 tokens"),
     ("max_query_len_zero", ValueError, "max_query_len must be a host integer >= 1"),
     ("tile_not_pow2", ValueError, "tile must be a power of two >= 1, got 48"),
+    ("elems_per_thread_not_pow2", ValueError, "elems_per_thread must be a power of two >= 1, got 3"),
 ])
 def test_bad_inputs_raise_before_launch(name, error, match):
     args, kw = _bad(name)

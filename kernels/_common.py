@@ -5,7 +5,8 @@ GPU kernel or an interpreted one, from ``TRITON_INTERPRET``; triton's own librar
 (``tl.min``, ``tl.cdiv``, ...) are decorated when ``triton`` is first imported. So on a CPU the
 variable must be set before the first ``import triton`` in the process; otherwise ``use_triton=True``
 on CPU tensors raises a clear error (``use_triton=None`` falls back to the PyTorch reference).
-Timers: ``device_us`` (CUDA graph replays timed with events: device time without host launch cost),
+Timers: ``device_us`` (what one more call adds to a stream of them: CUDA graphs of 20 and 60 calls, each
+replay queued behind a GPU sleep and timed with events, no host submission latency or per-graph cost),
 ``wall_us`` (host clock around eager calls: what an eager caller pays), ``launch_floor_us`` (an
 empty kernel: the latency floor), ``paired_device_us`` (a kernel and the floor measured alternately),
 ``dependent_loads_fn`` (a chain of dependent loads: the floor of a kernel whose addresses come from
@@ -96,14 +97,13 @@ def dependent_loads_kernel(a_ptr, b_ptr, out_ptr, DEPTH: tl.constexpr, N: tl.con
     tl.store(out_ptr + i, x)
 
 
-def dependent_loads_fn(depth: int, programs: int, device="cuda") -> Callable[[], None]:
-    """A launch of ``dependent_loads_kernel`` over ``programs`` programs of 32 lanes (identity tables, so
-    every load stays in bounds and the chain cannot be folded away by the compiler)."""
-    n = 32
-    a = torch.arange(programs * n, dtype=torch.int32, device=device)
+def dependent_loads_fn(depth: int, programs: int, device="cuda", lanes: int = 32) -> Callable[[], None]:
+    """A launch of ``dependent_loads_kernel`` over ``programs`` programs of ``lanes`` lanes, one warp per 32 (identity
+    tables, so every load stays in bounds and the chain cannot be folded away by the compiler)."""
+    a = torch.arange(programs * lanes, dtype=torch.int32, device=device)
     b, out = a.clone(), torch.empty_like(a)
     kernel = runnable(dependent_loads_kernel, torch.device(device))
-    return lambda: kernel[(programs,)](a, b, out, DEPTH=depth, N=n, num_warps=1)
+    return lambda: kernel[(programs,)](a, b, out, DEPTH=depth, N=lanes, num_warps=max(1, lanes // 32))
 
 
 def launch_floor_fn(device="cuda") -> Callable[[], None]:
@@ -112,8 +112,12 @@ def launch_floor_fn(device="cuda") -> Callable[[], None]:
     return lambda: kernel[(1,)](buf)
 
 
-def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> float:
-    """Median device time of one call, from CUDA-graph replays of ``inner`` calls (no host overhead)."""
+# A GPU sleep queued before each timed replay keeps the device busy while the host submits the graph, so that
+# the host's submission latency (~5 us per graph) is not in the timed span: ~100 us at the H200's 1.98 GHz.
+SLEEP_CYCLES = 200_000
+
+
+def _graph_of(fn: Callable[[], object], calls: int) -> "torch.cuda.CUDAGraph":
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -123,19 +127,33 @@ def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> floa
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(inner):
+        for _ in range(calls):
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    times = []
+    return graph
+
+
+def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> float:
+    """Median device time of one call in a stream of them, from CUDA-graph replays (no host launch cost).
+
+    Graphs of ``inner`` and ``3 * inner`` calls are replayed alternately, each behind a GPU sleep (so that the
+    host's submission latency is not timed); one call costs the difference of their median times over
+    ``2 * inner`` calls, so the graph's own fixed cost cancels too. (Timing a lone replay of ``inner`` calls
+    from an idle GPU adds ~5 us of submission latency per replay: ~0.25 us per call at ``inner=20``, which
+    flatters any ratio to an empty kernel.)"""
+    graphs = {n: _graph_of(fn, n) for n in (inner, 3 * inner)}
+    times: dict[int, list[float]] = {n: [] for n in graphs}
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / inner)
-    return statistics.median(times)
+        for n, graph in graphs.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(SLEEP_CYCLES)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times[n].append(start.elapsed_time(end) * 1e3)
+    return (statistics.median(times[3 * inner]) - statistics.median(times[inner])) / (2 * inner)
 
 
 def wall_us(fn: Callable[[], object], reps: int = 30, warmup: int = 2) -> float:

@@ -45,7 +45,7 @@ from peagle_kernels._common import (check_int_tensor, check_same_device, launch_
 MASK_ROW = -1  # hidden_src value: take the shared (projected) mask hidden state
 PAD_ROW = -2  # hidden_src value: a padding row, zero hidden state
 # Launch shape (measured on an H200, see data/results/kernels_h200.json): elements per program and per thread.
-TILE = 32
+TILE = 128
 ELEMS_PER_THREAD = 1
 
 
@@ -73,7 +73,7 @@ def _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_p
 
 
 @triton.jit
-def _draft_rows(start, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
+def _draft_rows(start, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
                 tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
                 out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr,
                 N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr, BLOCK_T: tl.constexpr,
@@ -89,16 +89,22 @@ def _draft_rows(start, rs, qs, qe, qlen, per_request, nv2, total2, out_start, st
     is_rej = ~(is_valid | is_bonus | is_mask)
     out_idx = out_start[:, None] + j
 
-    # The two row loads first (the second round trip), then every output that needs only the per-request
-    # scalars, stored while those loads are in flight; the two outputs that wait for them go last. (Stores
-    # issue in program order and a store waiting on a load stalls the ones behind it.)
-    in_idx = tl.minimum(qs2 + 1 + j, N_in - 1)
-    tok = tl.load(tok_ptr + in_idx, mask=is_valid & in_bounds, other=0)
+    # The two row loads first (the second round trip). Their addresses are computed from as few first-round
+    # values as possible, so that they issue a few instructions after those arrive: the token index needs only
+    # qs, the block-table column only the unclassified position first + j (clamped into the table). Both loads
+    # are masked only by r < B, known before any load (every address is in bounds), and their values are
+    # selected below. Then every output that needs only the per-request scalars is stored while the row loads
+    # are in flight; the two outputs that wait for them go last. (Stores issue in program order and a store
+    # waiting on a load stalls the ones behind it.)
+    r_ok2 = r_ok[:, None]
+    tok = tl.load(tok_ptr + tl.minimum(qs2 + 1 + j, N_in - 1), mask=r_ok2, other=0)
+    # Clamped to [0, max_len - 1] in this order so that the compiler knows p >= 0: p // BLOCK_SIZE and
+    # p % BLOCK_SIZE become a shift and a mask (for a power-of-two block size), not signed-division sequences.
+    p = tl.maximum(tl.minimum(start_pos[:, None] + j, max_len - 1), 0)
+    block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=r_ok2, other=0)
     positions = tl.where(is_rej, 0, start_pos[:, None] + j)
-    # Paged KV slot: block table row r, column p // block_size; nothing stored past max_len or when rejected.
+    # Paged KV slot (below): nothing stored past max_len or when rejected; otherwise positions == p.
     no_store = is_rej | (positions >= max_len)
-    p = tl.minimum(positions, max_len - 1)
-    block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=in_bounds & ~no_store, other=0)
 
     if REQUEST_OUTPUTS:
         _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
@@ -153,7 +159,7 @@ def draft_inputs_kernel(
     if HAS_SEQ_LENS:
         start_pos = seq_len - qlen
     else:  # target_positions[qs] waits for qs: one more round trip before the block table can be read
-        start_pos = tl.load(pos_ptr + qs, mask=active, other=0).to(tl.int32)
+        start_pos = tl.load(pos_ptr + tl.minimum(qs, N_in - 1), mask=r_ok, other=0).to(tl.int32)
     # Per-request outputs, written by the first token block (masked rather than branched on: a branch would
     # split the code between the loads above and the row loads below, and the compiler schedules within a
     # block). In one pass they are stored while the row loads are in flight; a looping program stores them
@@ -162,14 +168,14 @@ def draft_inputs_kernel(
     nv2, total2 = nv[:, None], total[:, None]
     # One inlined helper for both launch shapes (explicit arguments: the Triton frontend takes no *args).
     if ONE_PASS:  # the row loads follow the per-request loads directly: nothing waits on a reduction
-        _draft_rows(blk * BLOCK_T, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
+        _draft_rows(blk * BLOCK_T, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
                     tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
                     out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id, pad_id,
                     pad_slot, max_len, BLOCK_SIZE, BLOCK_T, True, REQS, BLOCK_K)
     else:
         _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
         for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
-            _draft_rows(start, rs, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
+            _draft_rows(start, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
                         tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
                         out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id,
                         pad_id, pad_slot, max_len, BLOCK_SIZE, BLOCK_T, False, REQS, BLOCK_K)
@@ -298,7 +304,7 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
     if ept < 1 or ept & (ept - 1):
         raise ValueError(f"elems_per_thread must be a power of two >= 1, got {ept}")
     reqs = max(1, min(next_pow2(B), tile // BLOCK_T))
-    num_warps = max(1, min(8, reqs * BLOCK_T // (32 * ept)))
+    num_warps = max(1, min(32, reqs * BLOCK_T // (32 * ept)))
     bt = block_table if block_table.stride(1) == 1 else block_table.contiguous()
     # the kernel indexes 1-D inputs with unit stride (no-ops for the usual contiguous tensors)
     target_token_ids, target_positions, bonus_tokens, query_start_loc, num_rejected = (

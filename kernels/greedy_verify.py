@@ -22,21 +22,24 @@ import triton.language as tl
 from peagle_kernels._common import (check_int_tensor, check_same_device, launch_floor_us, next_pow2, runnable,
                                     time_variants, use_triton_for)
 
-# Launch shape (measured on an H200, see data/results/kernels_h200.json): elements per program and per thread.
-TILE = 64
-ELEMS_PER_THREAD = 1
+# Launch shape (measured on an H200, see data/results/kernels_h200.json): requests per program, one per thread.
+TILE = 32
 
 
 @triton.jit
 def greedy_verify_kernel(
     draft_ptr, target_ptr, num_drafts_ptr,  # [B, K], [B, K+1], [B] (ignored unless HAS_NUM_DRAFTS)
     accepted_ptr, bonus_ptr, rejected_ptr,  # [B] int32, [B] int64, [B] int32
-    B, K,
+    B,
+    K: tl.constexpr,  # drafts per request: the walk below is unrolled over them
     HAS_NUM_DRAFTS: tl.constexpr,
-    BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr,  # BLOCK_K >= K + 1
+    BLOCK_B: tl.constexpr,  # requests per program
 ):
+    # One request per thread. Its K drafts and K+1 targets are loaded independently of one another and of
+    # num_drafts (all in one memory round trip: the unrolled loop issues every load before the first is used)
+    # and walked in registers, so the results need no cross-lane reduction and are already where the stores
+    # want them (a [BLOCK_B, K] tile reduced along K would move them between lanes and through shared memory).
     rows = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    cols = tl.arange(0, BLOCK_K)
     row_ok = rows < B
     if HAS_NUM_DRAFTS:
         nd = tl.load(num_drafts_ptr + rows, mask=row_ok, other=0).to(tl.int32)
@@ -44,19 +47,21 @@ def greedy_verify_kernel(
     else:
         nd = tl.zeros([BLOCK_B], dtype=tl.int32) + K
     rows64 = rows.to(tl.int64)
-    # Drafts and the target row (bonus column included) are loaded whole, independently of num_drafts, so all
-    # three loads share one memory round trip; columns past num_drafts are masked out in registers below.
-    d = tl.load(draft_ptr + rows64[:, None] * K + cols[None, :],
-                mask=row_ok[:, None] & (cols[None, :] < K), other=0)
-    t = tl.load(target_ptr + rows64[:, None] * (K + 1) + cols[None, :],
-                mask=row_ok[:, None] & (cols[None, :] <= K), other=0)
-    # The prefix stops at the first mismatch or at the end of this request's drafts; column nd <= K
-    # is always inside the tile (BLOCK_K > K) and always stops, so `accepted` <= nd.
-    stop = (d != t) | (cols[None, :] >= nd[:, None])
-    accepted = tl.min(tl.where(stop, cols[None, :], BLOCK_K), axis=1)
-    bonus = tl.sum(tl.where(cols[None, :] == accepted[:, None], t, 0), axis=1)
+    going = row_ok  # still inside the accepted prefix
+    accepted = tl.zeros([BLOCK_B], dtype=tl.int32)
+    bonus = tl.zeros([BLOCK_B], dtype=tl.int64)
+    for c in tl.static_range(K + 1):
+        t_c = tl.load(target_ptr + rows64 * (K + 1) + c, mask=row_ok, other=0).to(tl.int64)
+        if c < K:  # column K has no draft: the prefix always stops there at the latest
+            d_c = tl.load(draft_ptr + rows64 * K + c, mask=row_ok, other=0).to(tl.int64)
+            match = (d_c == t_c) & (nd > c)
+        else:
+            match = row_ok & False
+        bonus = tl.where(going & ~match, t_c, bonus)  # the target's token where the prefix stops
+        going = going & match
+        accepted += going.to(tl.int32)
     tl.store(accepted_ptr + rows, accepted, mask=row_ok)
-    tl.store(bonus_ptr + rows, bonus.to(tl.int64), mask=row_ok)
+    tl.store(bonus_ptr + rows, bonus, mask=row_ok)
     tl.store(rejected_ptr + rows, nd - accepted, mask=row_ok)
 
 
@@ -82,31 +87,33 @@ def _validate(draft_tokens, target_tokens, num_drafts, check_values: bool):
 
 
 def greedy_verify(draft_tokens: torch.Tensor, target_tokens: torch.Tensor, num_drafts: torch.Tensor | None = None,
-                  *, use_triton: bool | None = None, check_values: bool | None = None):
+                  *, use_triton: bool | None = None, check_values: bool | None = None, tile: int | None = None):
     """Accepted prefix length, bonus token and number of rejected drafts per request.
 
     draft_tokens [B, K] int64 (or int32), target_tokens [B, K+1] (same), num_drafts [B] int32 | None
     (None: every request has K drafts). Returns ``(accepted [B] int32, bonus [B] int64,
     num_rejected [B] int32)``. ``use_triton``: None = Triton on CUDA tensors, PyTorch reference
     otherwise; True on CPU runs the kernel under Triton's interpreter. ``check_values`` (default: on
-    CPU only, since it syncs a GPU) checks 0 <= num_drafts <= K. Explained in notebook 04.
+    CPU only, since it syncs a GPU) checks 0 <= num_drafts <= K. ``tile`` (power of two, default ``TILE``):
+    requests per program. The kernel is compiled once per K. Explained in notebook 04.
     """
     B, K, device = _validate(draft_tokens, target_tokens, num_drafts,
                              check_values if check_values is not None else draft_tokens.device.type != "cuda")
     if not use_triton_for(use_triton, device):
         return reference_greedy_verify(draft_tokens, target_tokens, num_drafts)
+    tile = TILE if tile is None else tile
+    if not isinstance(tile, int) or tile < 1 or tile & (tile - 1):
+        raise ValueError(f"tile must be a power of two >= 1, got {tile!r}")
     accepted = torch.empty(B, dtype=torch.int32, device=device)
     bonus = torch.empty(B, dtype=torch.int64, device=device)
     rejected = torch.empty(B, dtype=torch.int32, device=device)
     if B == 0:
         return accepted, bonus, rejected
-    BLOCK_K = next_pow2(K + 1)
-    BLOCK_B = max(1, min(next_pow2(B), TILE // BLOCK_K))
-    num_warps = max(1, min(8, BLOCK_B * BLOCK_K // (32 * ELEMS_PER_THREAD)))
+    BLOCK_B = min(next_pow2(B), tile)
     nd = num_drafts if num_drafts is not None else accepted  # dummy pointer, never read
     runnable(greedy_verify_kernel, device)[(triton.cdiv(B, BLOCK_B),)](
-        draft_tokens.contiguous(), target_tokens.contiguous(), nd.contiguous(), accepted, bonus, rejected, B, K,
-        HAS_NUM_DRAFTS=num_drafts is not None, BLOCK_B=BLOCK_B, BLOCK_K=BLOCK_K, num_warps=num_warps)
+        draft_tokens.contiguous(), target_tokens.contiguous(), nd.contiguous(), accepted, bonus, rejected, B,
+        K=K, HAS_NUM_DRAFTS=num_drafts is not None, BLOCK_B=BLOCK_B, num_warps=max(1, min(8, BLOCK_B // 32)))
     return accepted, bonus, rejected
 
 
@@ -161,7 +168,8 @@ def check_correctness(B: int = 37, K: int = 7, device="cpu", seed: int = 0) -> i
     return sum(int((o != r).sum()) for out in outs for o, r in zip(out, ref))
 
 
-def benchmark_greedy_verify(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30):
+def benchmark_greedy_verify(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), device="cuda", reps: int = 30,
+                            tile: int | None = None):
     """Per (B, K): device and host time of the Triton kernel, the eager op chain and the reference."""
     on_gpu = torch.device(device).type == "cuda"
     rows = []
@@ -169,12 +177,14 @@ def benchmark_greedy_verify(batch_sizes=(1, 8, 64, 256, 512), ks=(3, 7, 10), dev
         for B in batch_sizes:
             draft, target, nd = random_case(B, K, device, seed=B * 100 + K)
             variants = {
-                "triton": (lambda: greedy_verify(draft, target, nd, use_triton=True, check_values=False), True),
+                "triton": (lambda: greedy_verify(draft, target, nd, use_triton=True, check_values=False, tile=tile),
+                           True),
                 "eager": (lambda: eager_greedy_verify(draft, target, nd), True),
                 "reference": (lambda: reference_greedy_verify(draft, target, nd), False),
             }
             for name, t in time_variants(variants, on_gpu, reps=reps, with_floor=("triton",)).items():
-                rows.append({"kernel": "greedy_verify", "variant": name, "batch_size": B, "k": K, **t})
+                rows.append({"kernel": "greedy_verify", "variant": name, "batch_size": B, "k": K, **t,
+                             **({"tile": tile or TILE} if name == "triton" else {})})
     return rows
 
 

@@ -62,31 +62,48 @@ def _correctness(device: str, smoke: bool) -> list[dict[str, Any]]:
     return rows
 
 
-DRAFT_INPUTS_SHAPES = ((16, 1), (32, 1), (64, 1), (128, 1), (64, 2), (128, 2), (128, 4), (256, 4))  # (tile, rows/thread)
+# (tile, rows/thread): up to 1024 rows in one program of 32 warps (fewer, fatter programs at large batches)
+DRAFT_INPUTS_SHAPES = ((16, 1), (32, 1), (64, 1), (128, 1), (512, 1), (1024, 1), (64, 2), (128, 2), (128, 4))
+GREEDY_VERIFY_TILES = (8, 16, 32, 64)  # requests per program, one per thread
 
 
-def _draft_inputs_tile_sweep(device: str, batch_sizes, ks) -> tuple[list[dict], tuple[int, int]]:
-    """Device time of the input builder (seq_lens, one pass) per launch shape (rows per program, rows per
-    thread); the best shape is the one whose slowest decode batch up to B=256, in launch floors measured
-    alternately with it, is lowest (the issue's goal is the worst case, not the mean)."""
-    from peagle_kernels import _common, draft_inputs as di
+def _worst_case_sweep(kernel: str, shapes, make_call, device: str, batch_sizes, ks) -> tuple[list[dict], Any]:
+    """Device time of ``make_call(shape, B, K)`` per launch shape over the decode batches up to B=256, each timed
+    alternately with the empty kernel; the best shape is the one whose slowest point, in those floors, is lowest
+    (the issue's goal is the worst case, not the mean)."""
+    from peagle_kernels import _common
 
-    rows = []
-    for tile, ept in DRAFT_INPUTS_SHAPES:
+    rows, worst = [], {}
+    for shape in shapes:
         for K in ks:
             for B in [b for b in batch_sizes if b <= 256]:
-                args, kw = di.random_batch(B, K, device, seed=B + K, with_seq_lens=True)
-                call = partial(di.build_draft_inputs, *args, **kw, max_query_len=K + 1, use_triton=True,
-                               check_values=False, tile=tile, elems_per_thread=ept)
-                us, floor = _common.paired_device_us(call, device)
-                rows.append({"kernel": "draft_inputs", "variant": "tile_sweep", "tile": tile, "elems_per_thread": ept,
-                             "batch_size": B, "k": K, "device_us": us, "floor_us": floor})
-    worst = {shape: max(r["device_us"] / r["floor_us"] for r in rows if (r["tile"], r["elems_per_thread"]) == shape)
-             for shape in DRAFT_INPUTS_SHAPES}
+                us, floor = _common.paired_device_us(make_call(shape, B, K), device)
+                rows.append({"kernel": kernel, "variant": "tile_sweep", "shape": list(shape), "batch_size": B, "k": K,
+                             "device_us": us, "floor_us": floor})
+                worst[shape] = max(worst.get(shape, 0.0), us / floor)
     return rows, min(worst, key=worst.get)
 
 
-DEPENDENT_LOADS = ((0, 1), (1, 1), (2, 1), (0, 256), (1, 256), (2, 256))  # (chain depth, programs)
+def _draft_inputs_call(shape, B, K, device):
+    """The input builder (seq_lens, one pass) on a random decode batch, launched with (tile, rows per thread)."""
+    from peagle_kernels import draft_inputs as di
+
+    args, kw = di.random_batch(B, K, device, seed=B + K, with_seq_lens=True)
+    return partial(di.build_draft_inputs, *args, **kw, max_query_len=K + 1, use_triton=True, check_values=False,
+                   tile=shape[0], elems_per_thread=shape[1])
+
+
+def _greedy_verify_call(shape, B, K, device):
+    """Greedy verification on a random ragged case, launched with ``shape[0]`` requests per program."""
+    from peagle_kernels import greedy_verify as gv
+
+    draft, target, nd = gv.random_case(B, K, device, seed=B * 100 + K)
+    return partial(gv.greedy_verify, draft, target, nd, use_triton=True, check_values=False, tile=shape[0])
+
+
+# (chain depth, programs, lanes per program): 256 x 32 lanes like the input builder's programs at B=256, and the
+# same 8192 lanes in 8 programs of 32 warps
+DEPENDENT_LOADS = ((0, 1, 32), (1, 1, 32), (2, 1, 32), (0, 256, 32), (1, 256, 32), (2, 256, 32), (2, 8, 1024))
 
 
 def _dependent_loads(device: str) -> list[dict[str, Any]]:
@@ -96,10 +113,10 @@ def _dependent_loads(device: str) -> list[dict[str, Any]]:
     from peagle_kernels import _common
 
     rows = []
-    for depth, programs in DEPENDENT_LOADS:
-        us, floor = _common.paired_device_us(_common.dependent_loads_fn(depth, programs, device), device)
+    for depth, programs, lanes in DEPENDENT_LOADS:
+        us, floor = _common.paired_device_us(_common.dependent_loads_fn(depth, programs, device, lanes=lanes), device)
         rows.append({"kernel": "dependent_loads", "variant": "chain", "depth": depth, "programs": programs,
-                     "device_us": us, "floor_us": floor})
+                     "lanes": lanes, "device_us": us, "floor_us": floor})
     return rows
 
 
@@ -152,13 +169,19 @@ def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_
     if on_gpu:
         runs += _dependent_loads(device)
         log(f"[{time.perf_counter() - t0:6.1f}s] dependent loads: " + ", ".join(
-            f"{r['depth']} x {r['programs']} programs {r['device_us'] / r['floor_us']:.2f} floors"
+            f"{r['depth']} x {r['programs']}x{r['lanes']} lanes {r['device_us'] / r['floor_us']:.2f} floors"
             for r in runs if r.get("kernel") == "dependent_loads"))
-    runs += gv.benchmark_greedy_verify(batch_sizes, ks, device=device, reps=reps)
+    gv_tile = tile = ept = None
+    if on_gpu:  # launch shapes chosen on this device by the worst case, then used for the rows below
+        sweep, (gv_tile,) = _worst_case_sweep("greedy_verify", [(t,) for t in GREEDY_VERIFY_TILES],
+                                              partial(_greedy_verify_call, device=device), device, batch_sizes, ks)
+        runs += sweep
+        log(f"[{time.perf_counter() - t0:6.1f}s] greedy_verify tile sweep: best {gv_tile} requests per program")
+    runs += gv.benchmark_greedy_verify(batch_sizes, ks, device=device, reps=reps, tile=gv_tile)
     log(f"[{time.perf_counter() - t0:6.1f}s] greedy_verify done")
-    tile = ept = None
     if on_gpu:
-        sweep, (tile, ept) = _draft_inputs_tile_sweep(device, batch_sizes, ks)
+        sweep, (tile, ept) = _worst_case_sweep("draft_inputs", DRAFT_INPUTS_SHAPES,
+                                               partial(_draft_inputs_call, device=device), device, batch_sizes, ks)
         runs += sweep
         log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs launch-shape sweep: best tile {tile}, {ept} row(s) per thread")
     runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps, tile=tile, elems_per_thread=ept)
@@ -189,6 +212,8 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
     for r in runs:
         if r.get("variant") == "correctness":
             out[f"{r['kernel']}.max_abs_diff"] = r["max_abs_diff"]
+        if r.get("kernel") == "greedy_verify" and r.get("variant") == "triton" and "tile" in r:
+            out["greedy_verify.tile"] = r["tile"]  # requests per program, chosen by this run's sweep
         if r.get("kernel") == "draft_inputs" and r.get("variant") == "triton" and "tile" in r:
             out["draft_inputs.tile"] = r["tile"]  # rows per program, chosen by the tile sweep of this run
             if "elems_per_thread" in r:  # rows per thread (files recorded since the sweep chose it)
@@ -205,7 +230,8 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
             out[f"{name}.max_over_floor_upto_{max_floor_batch}"] = max(over(r) for r in upto)
     for r in runs:  # what dependent memory round trips alone cost, in floors
         if r.get("kernel") == "dependent_loads":
-            out[f"dependent_loads.{r['depth']}x{r['programs']}.over_floor"] = r["device_us"] / r["floor_us"]
+            lanes = "" if r.get("lanes", 32) == 32 else f"x{r['lanes']}"  # files before 'lanes': 32 per program
+            out[f"dependent_loads.{r['depth']}x{r['programs']}{lanes}.over_floor"] = r["device_us"] / r["floor_us"]
     # The input builder's two rounds of loads (per-request scalars, then tokens and block table) against a bare
     # chain of two dependent loads over as many programs: how much its stores and arithmetic add on top.
     chain = out.get("dependent_loads.2x256.over_floor")
@@ -251,8 +277,10 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
 
     runs = run_benchmarks(**kwargs)
     device = kwargs.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-    notes = ("Parallel-drafting kernels (peagle_kernels): device_us = median of CUDA-graph replays timed with events "
-             "(no host launch cost); wall_us = median host time of one eager call incl. launch overhead; "
+    notes = ("Parallel-drafting kernels (peagle_kernels): device_us = device time of one call in a stream of them: "
+             "(median replay of a CUDA graph of 60 calls - median replay of one of 20) / 40, each replay queued behind "
+             "a GPU sleep and timed with events (no host submission latency, no per-graph fixed cost); "
+             "wall_us = median host time of one eager call incl. launch overhead; "
              "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
              "variant: triton (one fused launch; draft_inputs with seq_lens and max_query_len), triton_positions "
              "(draft_inputs without seq_lens: first positions read from target_positions, one dependent load more), "
@@ -260,8 +288,8 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
              "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
              "launch_floor (an empty Triton kernel); floor_us (on the fused kernels' rows) = the empty kernel timed "
              "alternately with that row (medians of 3 each), the floor its ratio uses; dependent_loads = a chain of "
-             "`depth` dependent loads then a store over `programs` programs (the least a kernel whose addresses come "
-             "from memory pays).")
+             "`depth` dependent loads then a store over `programs` programs of `lanes` lanes (the least a kernel "
+             "whose addresses come from memory pays).")
     doc = make_results("kernels", runs, notes=notes)
     if path is None:
         name = "h200" if "H200" in str(doc["machine"].get("device", "")) else (

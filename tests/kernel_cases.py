@@ -48,8 +48,8 @@ def cases_greedy_verify() -> dict:
 
     out = {}
 
-    def check(name, draft, target, nd=None):
-        tri = greedy_verify(draft, target, nd, use_triton=True)
+    def check(name, draft, target, nd=None, **launch):
+        tri = greedy_verify(draft, target, nd, use_triton=True, **launch)
         ref = reference_greedy_verify(draft, target, nd)
         out[name] = {"diff": _diff(tri, ref), "accepted": tri[0].tolist()[:8], "rejected": tri[2].tolist()[:8]}
 
@@ -64,6 +64,8 @@ def cases_greedy_verify() -> dict:
     check("large_batch", *random_case(300, 10, seed=6))
     d, t, nd = random_case(17, 5, seed=7)
     check("int32_tokens", d.int(), t.int(), nd)
+    check("tile_one", *random_case(5, 3, seed=8), tile=1)  # one request per program
+    check("tile_8_partial_last_program", *random_case(21, 6, seed=9), tile=8)
     return out
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from peagle_nb import paths
-from peagle_nb.kernel_bench import summarize
+from peagle_nb.kernel_bench import DRAFT_INPUTS_SHAPES, GREEDY_VERIFY_TILES, summarize
 from peagle_nb.results import read_results
 
 
@@ -115,20 +115,28 @@ def test_recorded_h200_results_meet_the_issue_goals():
     assert ks == {3, 7, 10} and min(bs) == 1 and max(bs) == 512
     assert s["hidden_expand.triton.fraction_of_copy.min_large"] >= 0.70  # the issue's aim at large sizes
     assert s["draft_inputs.speedup_vs_eager.median"] > 10
-    assert s["greedy_verify.max_over_floor_upto_256"] < 2.0  # the issue's goal for kernel 3
+    # The issue's goal for kernel 3, in both runs (one request per thread: no cross-lane reduction).
+    assert s["greedy_verify.max_over_floor_upto_256"] < 2.0
+    assert doc["repeat"]["summary"]["greedy_verify.max_over_floor_upto_256"] < 2.0
+    assert s["greedy_verify.tile"] in GREEDY_VERIFY_TILES and s["draft_inputs.tile"] in {t for t, _ in DRAFT_INPUTS_SHAPES}
+    sweeps = {r["kernel"] for r in doc["runs"] if r.get("variant") == "tile_sweep"}
+    assert sweeps == {"greedy_verify", "draft_inputs"}  # both launch shapes were chosen on this device
     # The input builder's two cuts each pay in the same run: seq_lens (one dependent load fewer) and one pass
-    # per program (no loop). Its 2x goal is at the edge of what two dependent round trips allow (below), so both
-    # runs are on record.
+    # per program (no loop).
     assert s["draft_inputs.max_over_floor_upto_256"] < s["draft_inputs_positions.max_over_floor_upto_256"]
     assert s["draft_inputs.max_over_floor_upto_256"] < s["draft_inputs_loop.max_over_floor_upto_256"]
     repeat = doc["repeat"]["summary"]
     assert repeat["draft_inputs.max_over_floor_upto_256"] < repeat["draft_inputs_positions.max_over_floor_upto_256"]
-    # The floor under the 2x goal: two dependent loads and a store over 256 programs already cost most of two
-    # launches, and the builder (two such rounds, eight output streams) stays within 1.25x of that chain.
+    # Why the builder misses the 2x goal: two dependent loads and a store, nothing else, over as many lanes as
+    # the builder has rows at batch 256 (256 programs of 32, or 8 of 1024) already cost ~2 launches, and the
+    # builder needs two such rounds by construction (its row loads' addresses are the first round's values).
+    # It stays within 1.25x of that chain.
     for summary in (s, repeat):
         assert summary["dependent_loads.0x256.over_floor"] < summary["dependent_loads.2x256.over_floor"]
+        assert summary["dependent_loads.2x256.over_floor"] > 1.9
         over_chain = summary["draft_inputs.max_over_floor_upto_256"] / summary["dependent_loads.2x256.over_floor"]
         assert over_chain < 1.25
+    assert s["dependent_loads.2x8x1024.over_floor"] > 1.9
 
 
 def test_time_figure_draws_the_launch_floor_and_the_dependent_load_chain():

@@ -8,7 +8,7 @@ from peagle_kernels.greedy_verify import eager_greedy_verify, greedy_verify, ran
 from tests.kernel_cases import run_interpreted
 
 CASES = ["batch_of_one", "nothing_rejected", "everything_rejected", "k1", "empty_requests", "ragged_random",
-         "large_batch", "int32_tokens"]
+         "large_batch", "int32_tokens", "tile_one", "tile_8_partial_last_program"]
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +70,9 @@ def test_bad_inputs_raise_before_launch(bad, match):
     d, t, n = random_case(4, 4, seed=1)
     with pytest.raises(ValueError, match=match):
         greedy_verify(*bad(d, t, n), use_triton=True)  # a ValueError, not the interpreter's RuntimeError
+
+
+def test_bad_tile_raises_before_launch():
+    d, t, n = random_case(4, 4, seed=1)
+    with pytest.raises(ValueError, match="tile must be a power of two"):
+        greedy_verify(d, t, n, use_triton=True, tile=48)

@@ -294,6 +294,94 @@ def silu_mul(gate_up: torch.Tensor, *, use_triton: bool | None = None) -> torch.
     return out
 
 
+# ------------------------------------------------------------------------ linear with prologue / epilogue
+@triton.jit
+def fused_linear_kernel(
+    x_ptr,  # [M, K] (or [M, 2K] when SILU_MUL: gate columns then up columns), unit column stride
+    g_ptr,  # [K] RMSNorm weight (read only when NORM)
+    w_ptr,  # [K, N] contiguous: the weight stored input-major
+    res_ptr,  # [M, N] residual added to the output (read only when RESIDUAL)
+    y_ptr,  # [M, N]
+    M, K, N, stride_x, eps,
+    NORM: tl.constexpr, SILU_MUL: tl.constexpr, RESIDUAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Few rows (a decoding step's 1..2K), so each program owns BLOCK_N output columns for every row and walks K.
+    rows = tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    x_rows = x_ptr + rows.to(tl.int64)[:, None] * stride_x
+    if NORM:  # the row's RMS over all K inputs, before any product
+        sq = tl.zeros([BLOCK_M], tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            xv = tl.load(x_rows + ks[None, :], mask=row_ok[:, None] & (ks < K)[None, :], other=0.0).to(tl.float32)
+            sq += tl.sum(xv * xv, axis=1)
+        inv = tl.rsqrt(sq / K + eps)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < K
+        a_mask = row_ok[:, None] & k_ok[None, :]
+        a = tl.load(x_rows + ks[None, :], mask=a_mask, other=0.0)
+        if NORM:
+            g = tl.load(g_ptr + ks, mask=k_ok, other=0.0)
+            a = g[None, :] * (a.to(tl.float32) * inv[:, None]).to(a.dtype)
+        if SILU_MUL:
+            gate = a.to(tl.float32)
+            up = tl.load(x_rows + K + ks[None, :], mask=a_mask, other=0.0).to(tl.float32)
+            a = (gate * tl.sigmoid(gate) * up).to(x_ptr.dtype.element_ty)
+        w = tl.load(w_ptr + ks.to(tl.int64)[:, None] * N + cols[None, :], mask=k_ok[:, None] & col_ok[None, :],
+                    other=0.0)
+        acc += tl.dot(a, w, input_precision="ieee")  # exact float32 products, no TF32 rounding
+    out_mask = row_ok[:, None] & col_ok[None, :]
+    offs = rows.to(tl.int64)[:, None] * N + cols[None, :]
+    if RESIDUAL:
+        acc += tl.load(res_ptr + offs, mask=out_mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
+
+
+def reference_fused_linear(x, w, norm_weight=None, eps=1e-5, silu_and_mul=False, residual=None):
+    """``pro(x) @ w (+ residual)``: pro = RMSNorm with ``norm_weight``, or silu(gate) * up, or nothing."""
+    if norm_weight is not None:
+        x = reference_add_rms_norm(x, None, norm_weight, eps)[0]
+    if silu_and_mul:
+        x = reference_silu_mul(x)
+    y = x @ w
+    return y if residual is None else y + residual
+
+
+MAX_FUSED_ROWS = 32  # rows the fused linear handles in one program; more rows (a long prefill) use the reference
+
+
+def fused_linear(x: torch.Tensor, w: torch.Tensor, *, norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
+                 silu_and_mul: bool = False, residual: torch.Tensor | None = None, use_triton: bool | None = None,
+                 block_n: int = 32, block_k: int = 64) -> torch.Tensor:
+    """x [M, K] (``silu_and_mul``: [M, 2K]), w [K, N] -> [M, N]: one launch for a decoding step's small products,
+    with the RMSNorm (or SiLU-and-mul) before and the residual add after folded in."""
+    K = x.shape[1] // 2 if silu_and_mul else x.shape[1]
+    if x.dim() != 2 or w.dim() != 2 or w.shape[0] != K:
+        raise ValueError(f"x {tuple(x.shape)} and w {tuple(w.shape)} do not fit: w must be [K, N] with K = x's "
+                         f"{'half ' if silu_and_mul else ''}width")
+    if norm_weight is not None and silu_and_mul:
+        raise ValueError("fused_linear applies either the RMSNorm or the SiLU-and-mul prologue, not both")
+    M, N = x.shape[0], w.shape[1]
+    if residual is not None and residual.shape != (M, N):
+        raise ValueError(f"residual must be [M, N] = [{M}, {N}], got {tuple(residual.shape)}")
+    if not use_triton_for(use_triton, x.device) or M > MAX_FUSED_ROWS:
+        return reference_fused_linear(x, w, norm_weight, eps, silu_and_mul, residual)
+    x = x if x.stride(1) == 1 else x.contiguous()
+    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    if M:
+        runnable(fused_linear_kernel, x.device)[(triton.cdiv(N, block_n),)](
+            x, norm_weight if norm_weight is not None else w, w.contiguous(),
+            residual.contiguous() if residual is not None else y, y, M, K, N, x.stride(0), eps,
+            NORM=norm_weight is not None, SILU_MUL=silu_and_mul, RESIDUAL=residual is not None,
+            BLOCK_M=max(16, next_pow2(M)), BLOCK_K=block_k, BLOCK_N=block_n, num_warps=4)
+    return y
+
+
 # ------------------------------------------------------------------------------- correctness and benchmark
 def random_layer_case(T: int = 5, HQ: int = 4, HKV: int = 2, D: int = 16, S: int = 64, H: int = 48, seed: int = 0,
                       device="cpu", dtype=torch.float32):
@@ -327,6 +415,19 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
     att = cache_attention(qr, kr, vr, c["positions"], use_triton=True, block_n=16)
     out["cache_attention"] = float((att - reference_cache_attention(qr, kr, vr, c["positions"])).abs().max())
     out["silu_mul"] = float((silu_mul(c["gate_up"], use_triton=True) - reference_silu_mul(c["gate_up"])).abs().max())
+    H, T = c["x"].shape[1], c["x"].shape[0]
+    g = torch.Generator().manual_seed(seed + 100)
+    w = torch.randn(H, 40, generator=g).to(device, c["x"].dtype)
+    res = torch.randn(T, 40, generator=g).to(device, c["x"].dtype)
+    for name, kw in (("linear", {}), ("linear_norm", {"norm_weight": c["weight"]}),
+                     ("linear_residual", {"residual": res}),
+                     ("linear_norm_residual", {"norm_weight": c["weight"], "residual": res})):
+        a = fused_linear(c["x"], w, use_triton=True, block_n=16, block_k=32, **kw)
+        out[name] = float((a - reference_fused_linear(c["x"], w, **kw)).abs().max())
+    wd = torch.randn(H, 40, generator=g).to(device, c["x"].dtype)
+    a = fused_linear(c["gate_up"], wd, silu_and_mul=True, residual=res, use_triton=True, block_n=16, block_k=32)
+    out["linear_silu_mul_residual"] = float((a - reference_fused_linear(c["gate_up"], wd, silu_and_mul=True,
+                                                                         residual=res)).abs().max())
     return out
 
 

@@ -9,7 +9,8 @@ from peagle_kernels.decode_layer import (add_rms_norm, attention_extent, cache_a
 from tests.kernel_cases import run_interpreted
 
 SHAPES = ["mha_one_row", "gqa_rows_with_padding", "gqa_two_groups", "long_context"]
-OPS = ["add_rms_norm", "add_rms_norm_residual", "rope_and_write_kv", "cache_attention", "silu_mul"]
+OPS = ["add_rms_norm", "add_rms_norm_residual", "rope_and_write_kv", "cache_attention", "silu_mul", "linear",
+       "linear_norm", "linear_residual", "linear_norm_residual", "linear_silu_mul_residual"]
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,8 @@ def interpreted():
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("op", OPS)
 def test_triton_matches_reference(interpreted, shape, op):
-    assert interpreted[shape][op] < 2e-6, interpreted[shape]
+    # float32: elementwise ops agree to rounding; the products' sums (up to ~50 in size) in another order
+    assert interpreted[shape][op] < (2e-6 if not op.startswith("linear") else 5e-5), interpreted[shape]
 
 
 def test_rms_norm_is_llamas():

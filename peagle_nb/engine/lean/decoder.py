@@ -140,9 +140,9 @@ class LeanDecoder:
     def _draft_pass(self, greedy: bool):
         """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""
         di, hidden = self._steps["build"].out
-        normed, pre = self.lh.forward(di.input_ids, hidden, di.positions, di.slot_mapping, self.hcache)
+        pre = self.lh.forward(di.input_ids, hidden, di.positions, di.slot_mapping, self.hcache)
         rows = di.sample_indices.long()
-        logits = self.lh.logits(normed[rows])
+        logits = self.lh.logits(pre[rows])
         if self.method == "eagle3":
             self.chain_h.copy_(pre[rows])
             self.chain_p.copy_(di.positions[rows] + 1)
@@ -153,8 +153,8 @@ class LeanDecoder:
     def _chain_pass(self, j: int | None, greedy: bool):
         """EAGLE-3's next single-row pass: the previous draft and the previous pass's pre-norm hidden state."""
         tok = self.drafts[j - 1: j] if greedy else self.chain_tok
-        normed, pre = self.lh.forward(tok, self.chain_h, self.chain_p, self.chain_p, self.hcache)
-        logits = self.lh.logits(normed)
+        pre = self.lh.forward(tok, self.chain_h, self.chain_p, self.chain_p, self.hcache)
+        logits = self.lh.logits(pre)
         self.chain_h.copy_(pre)
         self.chain_p.add_(1)
         if greedy:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from peagle_kernels.decode_layer import (add_rms_norm, attention_extent, cache_attention, rope_and_write_kv,
-                                         rope_rows, rope_tables, silu_mul)
+from peagle_kernels.decode_layer import (add_rms_norm, attention_extent, cache_attention, fused_linear,
+                                         rope_and_write_kv, rope_rows, rope_tables)
 
 
 def _t(*weights) -> torch.Tensor:
@@ -82,16 +82,21 @@ class _Stack:
     def rows(self, positions, slots) -> Rows:
         return Rows(positions, slots, self.cos, self.sin, self.dtype)
 
-    def attention(self, i: int, a_in, rows: Rows, cache: KVCache):
-        w = self.layers[i]
-        q = rope_and_write_kv(a_in @ w.qkv, rows.positions, rows.slots, self.cos, self.sin, cache.k[i], cache.v[i],
+    def attention(self, i: int, qkv, rows: Rows, cache: KVCache):
+        """q/k/v products of the rows -> attention output over the cache [T, HQ D] (keys and values stored)."""
+        q = rope_and_write_kv(qkv, rows.positions, rows.slots, self.cos, self.sin, cache.k[i], cache.v[i],
                               self.nh, self.nkv, rows=rows.rope)
-        out = cache_attention(q, cache.k[i], cache.v[i], rows.positions, extent=rows.extent)
-        return out.reshape(q.shape[0], -1) @ w.o
+        return cache_attention(q, cache.k[i], cache.v[i], rows.positions, extent=rows.extent).reshape(q.shape[0], -1)
 
-    def mlp(self, i: int, x):
+    def layer(self, i: int, s, rows: Rows, cache: KVCache, qkv=None):
+        """One decoder layer on the residual stream ``s`` [T, H] -> the stream after it. Six launches on a GPU:
+        norm+qkv, RoPE+cache write, attention, o+residual, norm+gate/up, SiLU-mul+down+residual."""
         w = self.layers[i]
-        return silu_mul(x @ w.gate_up) @ w.down
+        if qkv is None:
+            qkv = fused_linear(s, w.qkv, norm_weight=w.input_norm, eps=self.eps)
+        s = fused_linear(self.attention(i, qkv, rows, cache), w.o, residual=s)
+        gate_up = fused_linear(s, w.gate_up, norm_weight=w.post_norm, eps=self.eps)
+        return fused_linear(gate_up, w.down, silu_and_mul=True, residual=s)
 
 
 class LeanTarget(_Stack):
@@ -118,21 +123,16 @@ class LeanTarget(_Stack):
     def forward(self, ids, positions, slots, cache: KVCache, feature_layers: tuple[int, ...] = (),
                 logits_rows: slice | None = None):
         """ids/positions/slots [T] -> (logits [T or selected, V], features [T, 3H] or None)."""
-        x, residual, feats = self.embed[ids], None, []
+        s, feats = self.embed[ids], []
         rows = self.rows(positions, slots)
         for i in range(len(self.layers)):
-            h, residual = add_rms_norm(x, residual, self.layers[i].input_norm, self.eps)
             if i in feature_layers:  # the hidden state ENTERING layer i (HF's hidden_states[i])
-                feats.append(x if residual is None else residual)
-            if residual is None:
-                residual = x
-            x = self.attention(i, h, rows, cache)
-            h, residual = add_rms_norm(x, residual, self.layers[i].post_norm, self.eps)
-            x = self.mlp(i, h)
-        h, _ = add_rms_norm(x, residual, self.norm, self.eps)
+                feats.append(s)
+            s = self.layer(i, s, rows, cache)
         if logits_rows is not None:
-            h = h[logits_rows]
-        return h @ self.lm_head, (torch.cat(feats, dim=-1) if feats else None)
+            s = s[logits_rows]
+        return fused_linear(s, self.lm_head, norm_weight=self.norm, eps=self.eps), (torch.cat(feats, dim=-1) if feats
+                                                                                    else None)
 
 
 class LeanHead(_Stack):
@@ -162,28 +162,24 @@ class LeanHead(_Stack):
         return features @ self.fc
 
     def forward(self, ids, hidden, positions, slots, cache: KVCache):
-        """ids [T], hidden [T, H] (projected), positions/slots [T] -> (normed [T, H], pre-norm hidden [T, H]).
+        """ids [T], hidden [T, H] (projected), positions/slots [T] -> the pre-norm hidden state [T, H].
 
-        ``logits(normed[rows])`` scores the rows that are sampled; the pre-norm hidden feeds EAGLE-3's next pass.
+        ``logits(out[rows])`` scores the rows that are sampled; the pre-norm hidden feeds EAGLE-3's next pass.
         """
         t, hs = ids.shape[0], self.hidden_size
         a_in = torch.empty(t, 2 * hs, dtype=hidden.dtype, device=hidden.device)
         w0 = self.layers[0]
         add_rms_norm(self.embed[ids], None, w0.input_norm, self.eps, out=a_in[:, :hs])
         add_rms_norm(hidden, None, w0.hidden_norm, self.eps, out=a_in[:, hs:])
-        residual = hidden
         rows = self.rows(positions, slots)
-        x = self.attention(0, a_in, rows, cache)
-        for i in range(len(self.layers)):
-            if i > 0:
-                h, residual = add_rms_norm(x, residual, self.layers[i].input_norm, self.eps)
-                x = self.attention(i, h, rows, cache)
-            h, residual = add_rms_norm(x, residual, self.layers[i].post_norm, self.eps)
-            x = self.mlp(i, h)
-        return add_rms_norm(x, residual, self.norm, self.eps)
+        s = self.layer(0, hidden, rows, cache, qkv=fused_linear(a_in, w0.qkv))  # residual: the hidden input
+        for i in range(1, len(self.layers)):
+            s = self.layer(i, s, rows, cache)
+        return s
 
-    def logits(self, normed):
-        return normed @ self.lm_head
+    def logits(self, prenorm):
+        """Final norm and draft-vocabulary logits of the given rows [n, H] -> [n, Vd]."""
+        return fused_linear(prenorm, self.lm_head, norm_weight=self.norm, eps=self.eps)
 
     def to_target_ids(self, draft_ids):
         return draft_ids + self.d2t[draft_ids]

@@ -23,6 +23,15 @@ import torch
 import triton
 import triton.language as tl
 
+# hidden_src's sentinel rows (draft_inputs writes them, hidden_expand reads them): the row takes the shared
+# (projected) mask hidden state, or it is a padding row with a zero hidden state.
+MASK_ROW = -1
+PAD_ROW = -2
+# The same values for kernel code (a kernel reads only constexpr globals).
+MASK_ROW_CONST: tl.constexpr = tl.constexpr(MASK_ROW)
+PAD_ROW_CONST: tl.constexpr = tl.constexpr(PAD_ROW)
+
+
 def use_triton_for(use_triton: bool | None, device: torch.device) -> bool:
     """``None`` (auto): Triton on CUDA tensors, the PyTorch reference elsewhere."""
     if use_triton is None:
@@ -213,6 +222,6 @@ def next_pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
 
 
-__all__ = ["check_int_tensor", "check_same_device", "dependent_loads_fn", "dependent_loads_kernel", "device_us",
+__all__ = ["MASK_ROW", "MASK_ROW_CONST", "PAD_ROW", "PAD_ROW_CONST", "check_int_tensor", "check_same_device", "dependent_loads_fn", "dependent_loads_kernel", "device_us",
            "empty_kernel", "launch_floor_us", "paired_device_us",
            "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for", "wall_us"]

@@ -24,28 +24,33 @@ import torch
 import triton
 import triton.language as tl
 
-from peagle_kernels._common import (check_int_tensor, check_same_device, device_us, next_pow2, runnable,
-                                    use_triton_for, wall_us)
-
-MASK_ROW, PAD_ROW = -1, -2
+from peagle_kernels._common import (MASK_ROW, MASK_ROW_CONST, PAD_ROW, PAD_ROW_CONST, check_int_tensor,
+                                    check_same_device, device_us, next_pow2, runnable, use_triton_for, wall_us)
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @triton.jit
 def hidden_expand_kernel(
-    target_ptr, mask_ptr, src_ptr, out_ptr,  # [N_in, H], [H], [N_out] int32, [N_out, H]
-    N_out, H, stride_t, stride_o,
-    BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+    target_ptr,  # [N_in, H] float: the target's hidden states (rows stride_t apart, columns contiguous)
+    mask_ptr,  # [H] float: the projected mask hidden state fc(mask_hidden)
+    src_ptr,  # [N_out] int32: hidden_src, an input row, MASK_ROW or PAD_ROW per output row
+    out_ptr,  # [N_out, H] float out: the drafter's hidden states (rows stride_o apart, columns contiguous)
+    N_out,  # output rows
+    H,  # hidden size
+    stride_t,  # elements between two rows of target_ptr
+    stride_o,  # elements between two rows of out_ptr
+    BLOCK_R: tl.constexpr,  # output rows per program
+    BLOCK_H: tl.constexpr,  # columns per program
 ):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     row_ok = rows < N_out
     col_ok = cols < H
-    src = tl.load(src_ptr + rows, mask=row_ok, other=-2)
+    src = tl.load(src_ptr + rows, mask=row_ok, other=PAD_ROW_CONST)
     from_target = (src >= 0)[:, None] & col_ok[None, :]
     vals = tl.load(target_ptr + src.to(tl.int64)[:, None] * stride_t + cols[None, :], mask=from_target, other=0.0)
     shared = tl.load(mask_ptr + cols, mask=col_ok, other=0.0)
-    vals = tl.where((src == -1)[:, None], shared[None, :], vals)
+    vals = tl.where((src == MASK_ROW_CONST)[:, None], shared[None, :], vals)
     tl.store(out_ptr + rows.to(tl.int64)[:, None] * stride_o + cols[None, :], vals,
              mask=row_ok[:, None] & col_ok[None, :])
 

@@ -223,7 +223,7 @@ def test_target_teacher_matches_a_plain_forward(smoke_target):
 
 def test_eagle3_ttt_loss_decreases():
     """A few optimiser steps on one fixed batch: the TTT loss must drop (the gradient reaches the head)."""
-    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
     from peagle_nb.training.eagle3 import ttt_loss
 
     head = _head("eagle3", 1).float().train()
@@ -244,7 +244,7 @@ def test_eagle3_ttt_loss_decreases():
 
 
 def test_peagle_cod_loss_trains_mask_parameters():
-    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
     from peagle_nb.training.peagle import cod_loss
 
     head = _head("peagle", 2).float().train()
@@ -266,7 +266,8 @@ def test_committed_head_acceptance_matches_naive_loop(name):
     from peagle_nb import paths
     from peagle_nb.models.target import load_target, target_features
     from peagle_nb.training.drafter_data import generate
-    from peagle_nb.training.drafter_eval import naive_greedy_decode, read_prompt_ids
+    from peagle_nb.training.drafter_eval import read_prompt_ids
+    from tests.naive_decoding import naive_greedy_decode
 
     target, tok = load_target()
     head = load_head(paths.models_dir() / name)

@@ -165,7 +165,7 @@ def bytes_moved(target_hidden, hidden_src) -> int:
     return n_target * H * e + hidden_src.shape[0] * H * e + hidden_src.numel() * hidden_src.element_size() + H * e
 
 
-def flushed_ms(fn, device, reps: int = 100, warmup: int = 10) -> float:
+def flushed_ms(fn, device) -> float:
     """Median device time of one call with the L2 cache flushed before it; host clock on a CPU.
 
     Like ``triton.testing.do_bench``, but the GPU spins (``torch.cuda._sleep``) between the flush and the
@@ -175,10 +175,10 @@ def flushed_ms(fn, device, reps: int = 100, warmup: int = 10) -> float:
     if torch.device(device).type != "cuda":
         return wall_us(fn, reps=3) / 1e3
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device=device)  # several times the 60 MB L2
-    for _ in range(warmup):
+    for _ in range(10):  # warm-up
         fn()
     times = []
-    for _ in range(reps):
+    for _ in range(100):
         flush.zero_()
         torch.cuda._sleep(200_000)  # ~100 us at 2 GHz: longer than any launch overhead
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

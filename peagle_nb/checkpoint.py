@@ -391,11 +391,10 @@ def head_config_for_target(target_config: Mapping[str, Any], kind: str, *, num_l
     return cfg
 
 
-def random_head_tensors(config: Mapping[str, Any], seed: int = 0, std: float = 0.02,
-                        draft_to_target: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """Random-init tensors for every name in ``expected_tensor_shapes(config)`` (norms = 1). A stand-in head
-    for layout and losslessness tests: its drafts are wrong but the served output must not change.
-    ``draft_to_target`` (sorted target ids, length Vd) picks the draft vocabulary when Vd < V."""
+def random_head_tensors(config: Mapping[str, Any], seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random-init tensors for every name in ``expected_tensor_shapes(config)`` (norms = 1, std 0.02). A stand-in
+    head for layout and losslessness tests: its drafts are wrong but the served output must not change. With
+    ``Vd < V`` the draft vocabulary is the first ``Vd`` target ids."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in expected_tensor_shapes(config).items():
@@ -404,29 +403,28 @@ def random_head_tensors(config: Mapping[str, Any], seed: int = 0, std: float = 0
         elif name in ("d2t", "t2d"):
             continue
         else:
-            out[name] = torch.randn(shape, generator=g) * std
+            out[name] = torch.randn(shape, generator=g) * 0.02
     d = _dims(config)
     if d["Vd"] < d["V"]:
-        ids = draft_to_target if draft_to_target is not None else torch.arange(d["Vd"])
-        out["d2t"] = ids.to(torch.int64) - torch.arange(d["Vd"])
-        t2d = torch.zeros(d["V"], dtype=torch.bool)
-        t2d[ids] = True
-        out["t2d"] = t2d
+        out["d2t"] = torch.zeros(d["Vd"], dtype=torch.int64)
+        out["t2d"] = torch.arange(d["V"]) < d["Vd"]
     return out
 
 
-def write_random_head(path: str | Path, target_dir: str | Path, kind: str, seed: int = 0, mask_token_id: int | None = None,
+def write_random_head(path: str | Path, target_dir: str | Path, kind: str, seed: int = 0,
                       **config_overrides: Any) -> Path:
     """A random-init stand-in head for ``target_dir`` (layout and losslessness checks before a trained head
-    exists). The P-EAGLE mask id defaults to the target tokenizer's ``<mask>`` added token."""
+    exists). A P-EAGLE head's mask id is the target tokenizer's ``<mask>`` added token."""
     target_dir = Path(target_dir)
     tcfg = json.loads((target_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    if kind == "peagle" and mask_token_id is None:
+    mask_token_id = None
+    if kind == "peagle":
         tok = target_dir / "tokenizer.json"
         added = json.loads(tok.read_text(encoding="utf-8")).get("added_tokens", []) if tok.is_file() else []
         ids = [t["id"] for t in added if t.get("content") == "<mask>"]
         if not ids:
-            raise HeadCheckpointError(f"{target_dir}: the tokenizer has no <mask> token; pass mask_token_id=...")
+            raise HeadCheckpointError(f"{target_dir}: the tokenizer has no <mask> token. Fix: use a target whose "
+                                      f"tokenizer has <mask> (peagle-nb train target adds it).")
         mask_token_id = ids[0]
     cfg = head_config_for_target(tcfg, kind, mask_token_id=mask_token_id, **config_overrides)
     return write_head(path, cfg, random_head_tensors(cfg, seed=seed))

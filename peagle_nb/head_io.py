@@ -119,11 +119,12 @@ def head_tensors(head: DraftHead, dtype: torch.dtype = torch.bfloat16) -> dict[s
     return out
 
 
-def export_head(head: DraftHead, path, dtype: torch.dtype = torch.bfloat16):
-    """Write ``head`` in vLLM's EAGLE-3 / P-EAGLE layout (validated by ``peagle_nb.checkpoint.write_head``)."""
+def export_head(head: DraftHead, path):
+    """Write ``head`` in vLLM's EAGLE-3 / P-EAGLE layout, weights in bf16 (validated by
+    ``peagle_nb.checkpoint.write_head``)."""
     cfg = config_to_json(head.config)
-    cfg["torch_dtype"] = str(dtype).removeprefix("torch.")
-    return checkpoint.write_head(path, cfg, head_tensors(head, dtype))
+    cfg["torch_dtype"] = "bfloat16"
+    return checkpoint.write_head(path, cfg, head_tensors(head, torch.bfloat16))
 
 
 def head_from_tensors(config: dict, tensors: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32,

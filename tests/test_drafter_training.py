@@ -22,12 +22,13 @@ def test_cod_sample_fractions_and_parents():
     n, k = 400, 8
     anchors, depths = cod_sample(n, k, 0.7, 0.2, g)
     kept = {d: set(anchors[depths == d].tolist()) for d in range(k)}
-    for d, frac in enumerate(cod_keep_fractions(k)):
+    for d, frac in enumerate(cod_keep_fractions(k, 0.7, 0.2)):
         assert abs(len(kept[d]) / n - frac) <= 1.0 / n + 1e-9, (d, len(kept[d]))
         if d:
             assert kept[d] <= kept[d - 1]  # only chains whose parent was kept
     assert kept[0] == set(range(n))
-    assert cod_keep_fractions(8)[-3:] == [0.2, 0.2, 0.2]
+    assert cod_keep_fractions(8, 0.7, 0.2)[-3:] == [0.2, 0.2, 0.2]
+    assert cod_keep_fractions(4, 0.5, 0.3) == [1.0, 0.5, 0.3, 0.3]  # max(r^d, r_min)
     # labels run out near the end: anchor i may only reach depth valid[i] - 1
     valid = 10 - torch.arange(10)
     a, d = cod_sample(10, 8, 1.0, 1.0, g, valid)

@@ -21,7 +21,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from peagle_nb import head_io
 from peagle_nb.head_io import export_head, head_from_tensors, head_tensors, load_head  # the on-disk format
 
 KINDS = ("eagle3", "peagle")
@@ -29,7 +28,7 @@ KINDS = ("eagle3", "peagle")
 
 @dataclass
 class DraftHeadConfig:
-    """Everything a head's shapes depend on; ``to_vllm_config()`` is its ``config.json``."""
+    """Everything a head's shapes depend on (``peagle_nb.head_io.config_to_json`` writes its ``config.json``)."""
 
     kind: str = "eagle3"  # "eagle3" | "peagle"
     hidden_size: int = 256
@@ -71,15 +70,6 @@ class DraftHeadConfig:
     @property
     def fc_input_size(self) -> int:
         return self.target_hidden_size * len(self.aux_layer_ids)
-
-    def to_vllm_config(self) -> dict:
-        """The head's ``config.json`` (``peagle_nb.head_io.config_to_json``)."""
-        return head_io.config_to_json(self)
-
-    @classmethod
-    def from_vllm_config(cls, cfg: dict) -> DraftHeadConfig:
-        """A config from a head's ``config.json`` (``peagle_nb.head_io.config_from_json``)."""
-        return head_io.config_from_json(cfg)
 
     def replace(self, **changes) -> "DraftHeadConfig":
         return dataclasses.replace(self, **changes)
@@ -358,13 +348,11 @@ def drafter_layer_ids(target_config) -> tuple[int, int, int]:
 
 
 def config_for_target(target_config, kind: str, num_layers: int | None = None, draft_vocab_size: int = 2048,
-                      mask_token_id: int | None = None, aux_layer_ids=None, num_key_value_heads=None,
-                      trained_k: int | None = None, intermediate_size: int | None = None) -> DraftHeadConfig:
+                      mask_token_id: int | None = None, trained_k: int | None = None,
+                      intermediate_size: int | None = None) -> DraftHeadConfig:
     """A head config sized like ``target_config`` (an HF ``LlamaConfig``); ``intermediate_size`` overrides
     the MLP width (the hidden size must stay the target's: the head reads and shares its embeddings)."""
     tc = target_config
-    if aux_layer_ids is None:
-        aux_layer_ids = drafter_layer_ids(tc)
     rope = getattr(tc, "rope_parameters", None) or {}
     theta = rope.get("rope_theta", getattr(tc, "rope_theta", 10000.0)) if isinstance(rope, dict) else 10000.0
     return DraftHeadConfig(
@@ -373,11 +361,11 @@ def config_for_target(target_config, kind: str, num_layers: int | None = None, d
         intermediate_size=intermediate_size or tc.intermediate_size,
         num_hidden_layers=num_layers or (1 if kind == "eagle3" else 4),
         num_attention_heads=tc.num_attention_heads,
-        num_key_value_heads=num_key_value_heads or tc.num_key_value_heads,
+        num_key_value_heads=tc.num_key_value_heads,
         vocab_size=tc.vocab_size,
         draft_vocab_size=min(draft_vocab_size, tc.vocab_size),
         target_hidden_size=tc.hidden_size,
-        aux_layer_ids=tuple(aux_layer_ids),
+        aux_layer_ids=drafter_layer_ids(tc),
         rms_norm_eps=tc.rms_norm_eps,
         rope_theta=float(theta),
         max_position_embeddings=tc.max_position_embeddings,

@@ -57,10 +57,3 @@ SERIES: tuple[NotebookSpec, ...] = (
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",
                  (), 180),
 )
-
-
-def by_number(number: str) -> NotebookSpec:
-    for spec in SERIES:
-        if spec.number == number:
-            return spec
-    raise KeyError(f"no notebook numbered {number!r}; known: {', '.join(s.number for s in SERIES)}")

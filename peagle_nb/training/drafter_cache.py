@@ -12,6 +12,7 @@ import torch
 from peagle_nb.corpus import DOMAINS, load_documents
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, sample_prompt_ids
+from peagle_nb.training.runtime import log_line
 
 _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagle in one process: built once)
 
@@ -25,21 +26,21 @@ def data_key(cfg: DrafterTrainConfig, target) -> dict:
             "target": str(cfg.target)}
 
 
-def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[DrafterData, dict]:
+def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, dict]:
     """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
     this configuration, else build (and save to ``cfg.data_cache``)."""
     key = data_key(cfg, target)
     if _MEMO.get("key") == key:
-        log("drafter data: reusing this process's data")
+        log_line("drafter data: reusing this process's data")
         if cfg.data_cache and not Path(cfg.data_cache).is_file():
             _save_data(cfg.data_cache, key, _MEMO["data"], _MEMO["info"])
         return _MEMO["data"], _MEMO["info"]
     if cfg.data_cache and Path(cfg.data_cache).is_file():
         blob = torch.load(cfg.data_cache, map_location="cpu")
         if blob.get("key") == key:
-            log(f"drafter data: reusing {cfg.data_cache}")
+            log_line(f"drafter data: reusing {cfg.data_cache}")
             return DrafterData(**blob["data"]), blob["info"]
-        log(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
+        log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
     n_half = cfg.n_sequences // 2
     prompts = []
     for i, domain in enumerate(DOMAINS):
@@ -52,7 +53,7 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[Dra
     t0 = time.time()
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
                                     greedy_fraction=cfg.greedy_fraction, seed=cfg.seed,
-                                    gen_batch=cfg.gen_batch or (4096 if target.device.type == "cuda" else 64), log=log)
+                                    gen_batch=cfg.gen_batch or (4096 if target.device.type == "cuda" else 64), log=log_line)
     info["build_seconds"] = round(time.time() - t0, 1)
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()

@@ -27,14 +27,14 @@ def run_mode(cfg: DrafterTrainConfig, args: argparse.Namespace, loss_fn: Callabl
     return 0
 
 
-def build_data_only(cfg: DrafterTrainConfig, log=log_line) -> dict:
+def build_data_only(cfg: DrafterTrainConfig) -> dict:
     """``--data-only``: build the self-distillation data into ``cfg.data_cache`` and stop (several runs, even
     concurrent ones, can then share it)."""
     if cfg.data_cache is None:
         raise SystemExit("--data-only needs --data-cache PATH (where to save the data)")
     target, tokenizer = load_target(cfg.target, device=resolve_device(cfg.device))
-    _, info = get_data(cfg, target, tokenizer, log)
-    log(f"wrote {cfg.data_cache}")
+    _, info = get_data(cfg, target, tokenizer)
+    log_line(f"wrote {cfg.data_cache}")
     return info
 
 

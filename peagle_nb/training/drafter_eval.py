@@ -72,10 +72,10 @@ _REFERENCES: dict = {}  # (target id, prompts, max_new) -> greedy references, sh
 
 
 @torch.no_grad()
-def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int, device=None) -> list[torch.Tensor]:
+def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int) -> list[torch.Tensor]:
     """Exact greedy continuations: one padded batch, each checked against an unpadded forward and cut at
     the first token a padding-induced near-tie flipped (rare)."""
-    device = device or next(target.parameters()).device
+    device = next(target.parameters()).device
     key = (id(target), tuple(tuple(p.tolist()) for p in prompts), max_new_tokens)
     if key in _REFERENCES:
         return _REFERENCES[key]
@@ -91,12 +91,12 @@ def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int, 
 
 @torch.no_grad()
 def evaluate_head(target, head: DraftHead, prompts: list[torch.Tensor], max_new_tokens: int = 128,
-                  ks=range(1, 9), device=None) -> dict:
+                  ks=range(1, 9)) -> dict:
     """Greedy acceptance on ``prompts`` for each K in ``ks`` -> ``{"K": summary}`` (steps pooled over prompts)."""
-    device = device or next(target.parameters()).device
+    device = next(target.parameters()).device
     k_max = max(ks)
     per_k = {k: [] for k in ks}
-    for p, seq in zip(prompts, greedy_references(target, prompts, max_new_tokens, device)):
+    for p, seq in zip(prompts, greedy_references(target, prompts, max_new_tokens)):
         seq = seq[None].to(device)
         res = target(input_ids=seq, output_hidden_states=True)
         feats = target_features(res.hidden_states, head.aux_layer_ids).float()

@@ -44,8 +44,8 @@ def validation_prompt_sets(tokenizer, n: int, seed: int = 0) -> dict[str, list[t
             for i, domain in enumerate(DOMAINS)}
 
 
-def evaluate_and_write(summary: dict, head: DraftHead, target, tokenizer, cfg: DrafterTrainConfig, device,
-                       log=log_line) -> dict:
+def evaluate_and_write(summary: dict, head: DraftHead, target, tokenizer, cfg: DrafterTrainConfig,
+                       device) -> dict:
     """Measure greedy acceptance for K = 1..eval_k_max on the held-out sets; write ``training_log.json`` and
     the model card into ``cfg.out``."""
     t1 = time.time()
@@ -63,11 +63,11 @@ def evaluate_and_write(summary: dict, head: DraftHead, target, tokenizer, cfg: D
                        "max_new_tokens": cfg.eval_max_new_tokens, "seconds": round(time.time() - t1, 1),
                        "versions": versions()}
     for name, res in {**summary.get("validation", {}), **summary["acceptance"]}.items():
-        log(f"{name}: tau " + ", ".join(f"K={k} {r['tau']:.2f}" for k, r in res.items()))
+        log_line(f"{name}: tau " + ", ".join(f"K={k} {r['tau']:.2f}" for k, r in res.items()))
     cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / "training_log.json").write_text(json.dumps(summary, indent=1) + "\n")
     write_card(cfg.out)
-    log(f"wrote {cfg.out}")
+    log_line(f"wrote {cfg.out}")
     return summary
 
 
@@ -83,7 +83,7 @@ def write_card(out: Path) -> None:
     (out / "README.md").write_text(drafter_card(summary, compare))
 
 
-def reevaluate(cfg: DrafterTrainConfig, log=log_line, note: str | None = None) -> dict:
+def reevaluate(cfg: DrafterTrainConfig, note: str | None = None) -> dict:
     """``--eval-only``: re-measure an exported head (e.g. trained on a GPU, measured on CPU) and rewrite its
     ``training_log.json`` and model card; ``note`` (``--note``) is kept in both, for how the run was made."""
     device = resolve_device(cfg.device)
@@ -95,4 +95,4 @@ def reevaluate(cfg: DrafterTrainConfig, log=log_line, note: str | None = None) -
         summary["notes"].append(note)
     target, tokenizer = load_target(cfg.target, device=device)
     head = load_head(cfg.out, device=device)
-    return evaluate_and_write(summary, head, target, tokenizer, cfg, device, log)
+    return evaluate_and_write(summary, head, target, tokenizer, cfg, device)

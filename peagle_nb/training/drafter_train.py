@@ -20,6 +20,7 @@ from typing import Callable
 
 import torch
 
+from peagle_nb.head_io import config_to_json
 from peagle_nb.models.heads import count_parameters, export_head
 from peagle_nb.models.target import load_target
 from peagle_nb.results import versions
@@ -34,14 +35,13 @@ from peagle_nb.training.schedule import lr_at
 __all__ = ["DrafterTrainConfig", "train_drafter"]
 
 
-def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
+def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
     """Train one head with ``loss_fn(head, batch, cfg, generator) -> (loss, metrics dict)``; export; evaluate."""
-    log = log or log_line
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
     target, tokenizer = load_target(cfg.target, device=device)
     target.requires_grad_(False)
-    data, data_info = get_data(cfg, target, tokenizer, log)
+    data, data_info = get_data(cfg, target, tokenizer)
     tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
     teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())  # soft labels over the head's vocabulary
@@ -49,14 +49,14 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(cfg.seed)
     history, t0, step = [], time.time(), 0
-    log(f"{cfg.kind}: {count_parameters(head) / 1e6:.2f}M parameters, {len(head.layers)} layer(s), "
+    log_line(f"{cfg.kind}: {count_parameters(head) / 1e6:.2f}M parameters, {len(head.layers)} layer(s), "
         f"draft vocab {cfg.draft_vocab_size}, device {device}")
     head.train()
     window = []
     for step in range(cfg.steps):
         elapsed = time.time() - t0
         if cfg.time_budget_s and elapsed > cfg.time_budget_s:
-            log(f"time budget reached after {step} steps")
+            log_line(f"time budget reached after {step} steps")
             break
         progress = max(step / cfg.steps, elapsed / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         for gr in opt.param_groups:
@@ -73,7 +73,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
         if (step + 1) % cfg.log_every == 0 or step == cfg.steps - 1:
             avg = {k: sum(w[k] for w in window) / len(window) for k in window[0]}
             history.append({"step": step + 1, "seconds": round(time.time() - t0, 1), **avg})
-            log(f"step {step + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in avg.items()))
+            log_line(f"step {step + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in avg.items()))
             window = []
     else:
         step = cfg.steps
@@ -86,7 +86,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
     summary = {
         "kind": cfg.kind,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-        "head_config": head.config.to_vllm_config(),
+        "head_config": config_to_json(head.config),
         "params": count_parameters(head),
         "data": data_info,
         "steps_run": steps_run,
@@ -96,7 +96,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
         "device": device_name(device),
         "versions": versions(),
     }
-    return evaluate_and_write(summary, head, target, tokenizer, cfg, device, log)
+    return evaluate_and_write(summary, head, target, tokenizer, cfg, device)
 
 
 def _earlier_run(init_from: Path | None) -> dict | None:

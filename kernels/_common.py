@@ -227,6 +227,7 @@ def next_pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
 
 
-__all__ = ["MASK_ROW", "MASK_ROW_CONST", "PAD_ROW", "PAD_ROW_CONST", "check_int_tensor", "check_same_device", "dependent_loads_fn", "dependent_loads_kernel", "device_us",
-           "empty_kernel", "launch_floor_us", "paired_device_us",
-           "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for", "wall_us"]
+__all__ = ["MASK_ROW", "MASK_ROW_CONST", "PAD_ROW", "PAD_ROW_CONST", "check_int_tensor", "check_same_device",
+           "dependent_loads_fn", "dependent_loads_kernel", "device_us", "empty_kernel", "launch_floor_us",
+           "paired_device_us", "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for",
+           "wall_us"]

@@ -1,7 +1,7 @@
 """Benchmark and verify the parallel-drafting kernels on one device; write ``data/results/kernels_<device>.json``.
 
-One call does everything the notebook and the issue's performance goals need, in one process (so one
-GPU lease): the correctness of each Triton kernel against its PyTorch reference on this device, the
+One call measures everything notebook 04 and the kernels' performance goals need, in one process (one GPU
+at a time): the correctness of each Triton kernel against its PyTorch reference on this device, the
 empty-kernel launch floor (and, timed alternately with it, chains of dependent loads and each fused kernel's
 time), time per call over batch sizes and K for the Triton kernel (the input builder
 both with vLLM's ``seq_lens`` and with positions from ``target_positions``), the eager op chain (as vLLM
@@ -26,7 +26,8 @@ from typing import Any
 GPU_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GPU_KS = (3, 7, 10)
 HIDDEN_SIZE = 2880  # GPT-OSS-20B, the model of the published P-EAGLE speedups
-# summary name, kernel, variant: time over the launch floor (the issue's goal for kernels 1 and 3)
+# summary name, kernel, variant: time over the launch floor (the goal for the input builder and verification:
+# within ~2x of an empty launch up to batch 256)
 FLOOR_RATIOS = (("greedy_verify", "greedy_verify", "triton"), ("draft_inputs", "draft_inputs", "triton"),
                 ("draft_inputs_positions", "draft_inputs", "triton_positions"),
                 ("draft_inputs_loop", "draft_inputs", "triton_loop"))
@@ -70,7 +71,7 @@ GREEDY_VERIFY_TILES = (8, 16, 32, 64)  # requests per program, one per thread
 def _worst_case_sweep(kernel: str, shapes, make_call, device: str, batch_sizes, ks) -> tuple[list[dict], Any]:
     """Device time of ``make_call(shape, B, K)`` per launch shape over the decode batches up to B=256, each timed
     alternately with the empty kernel; the best shape is the one whose slowest point, in those floors, is lowest
-    (the issue's goal is the worst case, not the mean)."""
+    (the goal is about the worst case, not the mean)."""
     from peagle_kernels import _common
 
     rows, worst = [], {}
@@ -183,7 +184,8 @@ def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_
         sweep, (tile, ept) = _worst_case_sweep("draft_inputs", DRAFT_INPUTS_SHAPES,
                                                partial(_draft_inputs_call, device=device), device, batch_sizes, ks)
         runs += sweep
-        log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs launch-shape sweep: best tile {tile}, {ept} row(s) per thread")
+        log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs launch-shape sweep: best tile {tile}, "
+            f"{ept} row(s) per thread")
     runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps, tile=tile, elems_per_thread=ept)
     log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs done")
     block = (4, min(1024, H), 4)
@@ -284,8 +286,8 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
              "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
              "variant: triton (one fused launch; draft_inputs with seq_lens and max_query_len), triton_positions "
              "(draft_inputs without seq_lens: first positions read from target_positions, one dependent load more), "
-             "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same work as "
-             "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
+             "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same "
+             "work as separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
              "launch_floor (an empty Triton kernel); floor_us (on the fused kernels' rows) = the empty kernel timed "
              "alternately with that row (medians of 3 each), the floor its ratio uses; dependent_loads = a chain of "
              "`depth` dependent loads then a store over `programs` programs of `lanes` lanes (the least a kernel "

@@ -64,7 +64,8 @@ def test_ttt_attention_mask():
     m = ttt_attention_mask(5, 2)
     assert m.shape == (5, 15)
     assert torch.equal(m[:, :5], torch.ones(5, 5, dtype=torch.bool).tril())
-    assert torch.equal(m[:, 5:10], torch.eye(5, dtype=torch.bool)) and torch.equal(m[:, 10:], torch.eye(5, dtype=torch.bool))
+    eye = torch.eye(5, dtype=torch.bool)
+    assert torch.equal(m[:, 5:10], eye) and torch.equal(m[:, 10:], eye)
     assert ttt_attention_mask(4, 0).shape == (4, 4)
 
 

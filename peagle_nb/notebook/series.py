@@ -47,7 +47,8 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("05", "serve_peagle_in_vllm",
                  "Serve a P-EAGLE head in real vLLM: the head checkpoint, the speculative config field by field, "
                  "offline generation (lossless, one drafter pass per step), the OpenAI-compatible server, "
-                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a GPU.",
+                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a "
+                 "GPU.",
                  ("vllm",), 480),
     NotebookSpec("06", "deploy_to_sagemaker_ai",
                  "Deploy P-EAGLE to a SageMaker AI endpoint: plan, container contract, deploy/invoke/benchmark, "

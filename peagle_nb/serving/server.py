@@ -145,7 +145,7 @@ class ManagedVllmServer:
         self._reaper = _start_reaper(self.proc.pid)
         try:
             self._wait_ready(t0)
-        except BaseException:  # noqa: BLE001 - including KeyboardInterrupt: never leave it running
+        except BaseException:  # including KeyboardInterrupt: never leave it running
             self.stop()
             raise
         self.startup_s = time.monotonic() - t0

@@ -51,9 +51,10 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
     g = torch.Generator().manual_seed(cfg.seed)
     prompts = [prompts[i] for i in torch.randperm(len(prompts), generator=g).tolist()]
     t0 = time.time()
+    gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
-                                    greedy_fraction=cfg.greedy_fraction, seed=cfg.seed,
-                                    gen_batch=cfg.gen_batch or (4096 if target.device.type == "cuda" else 64), log=log_line)
+                                    greedy_fraction=cfg.greedy_fraction, seed=cfg.seed, gen_batch=gen_batch,
+                                    log=log_line)
     info["build_seconds"] = round(time.time() - t0, 1)
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()

@@ -41,7 +41,8 @@ def build_data_only(cfg: DrafterTrainConfig) -> dict:
 def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--smoke", action="store_true", help="tiny configuration, < 1 minute on CPU (for tests)")
     p.add_argument("--out", type=Path, default=None,
-                   help=f"head folder to write (default data/models/tiny-{kind}; --smoke: build/models/tiny-{kind}-smoke)")
+                   help=f"head folder to write (default data/models/tiny-{kind}; "
+                        f"--smoke: build/models/tiny-{kind}-smoke)")
     p.add_argument("--target", type=Path, default=None, help="target model folder (default data/models/tiny-target)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--k", type=int, default=None,

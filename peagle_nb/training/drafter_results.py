@@ -55,8 +55,9 @@ def evaluate_and_write(summary: dict, head: DraftHead, target, tokenizer, cfg: D
         summary.setdefault("earlier_evaluations", []).append({"eval": summary.get("eval"),
                                                               "acceptance": summary["acceptance"]})
     if cfg.val_prompts:
+        val_sets = validation_prompt_sets(tokenizer, cfg.val_prompts, cfg.seed)
         summary["validation"] = {name: evaluate_head(target, head, prompts, cfg.eval_max_new_tokens, ks)
-                                 for name, prompts in validation_prompt_sets(tokenizer, cfg.val_prompts, cfg.seed).items()}
+                                 for name, prompts in val_sets.items()}
     summary["acceptance"] = {name: evaluate_head(target, head, prompts, cfg.eval_max_new_tokens, ks)
                              for name, prompts in heldout_prompt_sets(tokenizer, cfg.eval_prompts, cfg.seed).items()}
     summary["eval"] = {"device": device_name(device), "prompts_per_set": cfg.eval_prompts,

@@ -44,7 +44,8 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
     data, data_info = get_data(cfg, target, tokenizer)
     tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
-    teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())  # soft labels over the head's vocabulary
+    # soft labels over the head's draft vocabulary
+    teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     gen = torch.Generator().manual_seed(cfg.seed)

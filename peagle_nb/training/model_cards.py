@@ -42,7 +42,8 @@ def _comparison(s: dict, compare: dict | None) -> str:
         return ""
     n = len(next(iter(s["acceptance"].values())))
     k = "7" if "7" in next(iter(s["acceptance"].values())) else str(n)
-    wins = [name for name, res in s["acceptance"].items() if name in compare and res[k]["tau"] >= compare[name][k]["tau"]]
+    wins = [name for name, res in s["acceptance"].items()
+            if name in compare and res[k]["tau"] >= compare[name][k]["tau"]]
     lead = (f"At K={k} P-EAGLE's acceptance length is at least EAGLE-3's only on {', '.join(wins)}." if wins else
             f"At K={k} EAGLE-3's acceptance length is higher than P-EAGLE's on every set.")
     verdict = (f"{lead} With a target this small and this predictable, "
@@ -80,12 +81,13 @@ def _validation(s: dict) -> str:
     val = s.get("validation")
     if not val:
         return ""
-    rows = "\n".join(f"| {name} | {res[next(iter(res))]['prompts']} | " + " | ".join(f"{r['tau']:.2f}" for r in res.values())
-                     + " |" for name, res in val.items())
+    rows = "\n".join(f"| {name} | {res[next(iter(res))]['prompts']} | "
+                     + " | ".join(f"{r['tau']:.2f}" for r in res.values()) + " |" for name, res in val.items())
     ks = next(iter(val.values())).keys()
+    header = "| set | prompts | " + " | ".join(f"K={k}" for k in ks) + " |\n" + "|---" * (len(ks) + 2) + "|\n"
     return ("\n## Validation (for choosing between training runs)\n\nGreedy tau on new prompts cut from corpus-train "
             "documents (never the held-out sets above), measured right after training on the training device:\n\n"
-            "| set | prompts | " + " | ".join(f"K={k}" for k in ks) + " |\n" + "|---" * (len(ks) + 2) + "|\n" + rows + "\n")
+            + header + rows + "\n")
 
 
 def _budget_experiment(s: dict) -> str:
@@ -154,8 +156,9 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
     notes = "".join(f"\n\n{n}" for n in s.get("notes", []))
     reeval = ""
     if s.get("earlier_evaluations"):
-        reeval = (f"\nThe acceptance tables were then re-measured on {s['eval']['device']} with\n`peagle-nb train {kind} "
-                  f"--eval-only --device {'cuda' if 'CPU' not in s['eval']['device'] else 'cpu'} --out data/models/{name}` "
+        eval_device = "cuda" if "CPU" not in s["eval"]["device"] else "cpu"
+        reeval = (f"\nThe acceptance tables were then re-measured on {s['eval']['device']} with\n"
+                  f"`peagle-nb train {kind} --eval-only --device {eval_device} --out data/models/{name}` "
                   f"(the training run's own measurement on {s['earlier_evaluations'][0]['eval']['device']} is kept in "
                   f"`training_log.json`).")
     hist = "\n".join(f"| {r['step']} | {r['seconds']} | {r['loss']:.3f} | {r.get('acc0', float('nan')):.3f} |"
@@ -178,9 +181,10 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
     ]
     table = "| | |\n|---|---|\n" + "\n".join(f"| {key} | {value} |" for key, value in facts)
     ev = s["eval"]
-    measured = (f"Measured by `peagle_nb.training.drafter_eval` ({ev['device']}, fp32, torch {ev['versions']['torch']}) "
-                f"on\nthe {ev['max_new_tokens']}-token greedy continuation of each of {_n_prompts(s)} held-out prompts "
-                f"per set (`data/prompts/*.jsonl`, never in training). tau = mean tokens per draft-verify\nstep "
+    measured = (f"Measured by `peagle_nb.training.drafter_eval` ({ev['device']}, fp32, torch "
+                f"{ev['versions']['torch']}) on\nthe {ev['max_new_tokens']}-token greedy continuation of each of "
+                f"{_n_prompts(s)} held-out prompts per set (`data/prompts/*.jsonl`, never in training). tau = mean "
+                f"tokens per draft-verify\nstep "
                 f"(accepted drafts + the bonus token); a_j = fraction of steps whose j-th draft was accepted.")
     return f"""# {name}
 {smoke}

@@ -1,4 +1,4 @@
-"""Cross-check against an independent implementation: H1b's cache-free draft-verify loop
+"""Cross-check against an independent implementation: the cache-free draft-verify loop
 (``tests/naive_decoding.py``) must accept the same drafts step by step as the
 cached engine, with the shipped trained heads (where acceptance is high, so alignment errors would show)."""
 

@@ -1,6 +1,5 @@
 """The kernel benchmark driver: a CPU dry run under the interpreter, and the summary of the recorded H200 file."""
 
-import json
 import os
 import subprocess
 import sys
@@ -30,8 +29,8 @@ def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     assert ("draft_inputs", "triton_positions") in variants  # the input builder without seq_lens, same run
     assert ("draft_inputs", "triton_loop") in variants  # ... and without max_query_len (looping programs)
     assert {r["batch_size"] for r in doc["runs"] if r.get("variant") == "triton"} == {1, 3}
-    assert s["draft_inputs.max_over_floor_upto_256"] > 0 and s["draft_inputs_positions.max_over_floor_upto_256"] > 0
-    assert "launch_floor_us" in proc.stdout or "launch_floor" in json.dumps(doc)
+    assert {"draft_inputs.max_over_floor_upto_256", "draft_inputs_positions.max_over_floor_upto_256"} <= set(s)
+    assert any(r["variant"] == "launch_floor" for r in doc["runs"])  # the floor every ratio divides by
     # --repeat-into: a second run's headline figures join the first file; its runs do not
     proc = subprocess.run([sys.executable, "-m", "peagle_nb.kernel_bench", "--smoke", "--repeat-into", str(out),
                            "--batch-sizes", "1", "--ks", "2"], cwd=repo_root, env=env, capture_output=True,

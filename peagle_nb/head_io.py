@@ -56,7 +56,7 @@ def config_to_json(cfg: DraftHeadConfig) -> dict:
         "peagle_nb_kind": cfg.kind,
     }
     if cfg.kind == "peagle":
-        out["mask_token_id"] = int(cfg.mask_token_id)
+        out.update(checkpoint.mask_id_fields(cfg.mask_token_id))
         if cfg.trained_k is not None:
             out[checkpoint.TRAINED_K_KEY] = int(cfg.trained_k)
     elif cfg.trained_k is not None:

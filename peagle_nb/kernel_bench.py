@@ -303,29 +303,55 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peagle_nb.kernel_bench", description=__doc__.splitlines()[0])
     add_arguments(p)
-    return run(p.parse_args(argv))
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except (ValueError, OSError) as exc:  # bad input: one paragraph, exit 2 (as `peagle-nb kernels-bench` says it)
+        print(f"peagle-nb kernels-bench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="results file (default data/results/kernels_<device>.json)")
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=None)
-    p.add_argument("--ks", type=int, nargs="+", default=None)
-    p.add_argument("--hidden-size", type=int, default=None)
+    p.add_argument("--batch-sizes", type=_positive, nargs="+", default=None)
+    p.add_argument("--ks", type=_positive, nargs="+", default=None)
+    p.add_argument("--hidden-size", type=_positive, default=None)
     p.add_argument("--smoke", action="store_true", help="small correctness sweep (CPU dry run)")
     p.add_argument("--repeat-into", type=Path, default=None, metavar="FILE",
                    help="run again and attach this run's headline figures to FILE (an earlier results file of the "
                         "same machine) as its 'repeat', to put the run-to-run spread on record; its runs are not kept")
 
 
+def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]:
+    """The results file ``--repeat-into`` names, read and checked before any benchmark runs: it must exist, be a
+    kernels results file and come from this kind of device."""
+    from peagle_nb.results import machine_info, read_results
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--repeat-into {path}: no such file. Fix: name the results file of an earlier "
+                                f"`peagle-nb kernels-bench` run on this machine, or use --out for a new one.")
+    first = read_results(path)
+    if first["source"] != "kernels":
+        raise ValueError(f"--repeat-into {path}: that file holds {first['source']} results, not kernel benchmarks. "
+                         f"Fix: name a kernels_<device>.json file.")
+    mine, theirs = device or machine_info().get("device"), first["machine"].get("device")
+    if mine != theirs:
+        raise ValueError(f"--repeat-into {path}: that file was recorded on {theirs}, this run is on {mine}. "
+                         f"Fix: repeat on the same kind of device, or write a new file with --out.")
+    return first
+
+
 def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """Store ``doc``'s summary in the results file ``path`` as ``repeat`` (same device required)."""
-    from peagle_nb.results import read_results, write_results
+    from peagle_nb.results import write_results
 
-    first = read_results(path)
-    mine, theirs = doc["machine"].get("device"), first["machine"].get("device")
-    if mine != theirs:
-        raise SystemExit(f"--repeat-into {path}: that file was recorded on {theirs}, this run is on {mine}. "
-                         f"Fix: repeat on the same kind of device, or write a new file with --out.")
+    first = check_repeat_target(path, doc["machine"].get("device"))
     first["repeat"] = {"created": doc["created"], "what": "the same benchmark run again right after, in a new "
                        "process on the same machine, to show the run-to-run spread (its runs are not kept; its "
                        "headline figures are)", "summary": summarize(doc)}
@@ -336,6 +362,8 @@ def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
 def run(args) -> int:
     if args.repeat_into is not None:
         from peagle_nb.results import make_results
+
+        check_repeat_target(args.repeat_into)  # before minutes of benchmarks, not after
 
         doc = make_results("kernels", run_benchmarks(batch_sizes=args.batch_sizes, ks=args.ks,
                                                      hidden_size=args.hidden_size, smoke=args.smoke))

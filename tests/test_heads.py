@@ -115,6 +115,12 @@ def test_config_round_trip_and_errors():
         head.project(torch.zeros(1, 2, 10, dtype=torch.double))
 
 
+def test_exported_peagle_config_names_the_mask_id_every_way_vllm_reads_it(tmp_path):
+    export_head(make_head("peagle", 2), tmp_path / "h")
+    cfg = checkpoint.read_config(tmp_path / "h")
+    assert cfg["mask_token_id"] == cfg["pard_token"] == cfg["ptd_token_id"] == 2
+
+
 @pytest.mark.parametrize("kind,layers", [("eagle3", 1), ("peagle", 3)])
 def test_export_round_trip(tmp_path, kind, layers):
     head = make_head(kind, layers)

@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from peagle_nb import runtime_env
+    from peagle_nb.cli import errors
 
     runtime_env.apply_defaults()
     args = build_parser().parse_args(argv)
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:
+        if isinstance(exc.code, str):  # a command's own "stop here, because ..."
+            return errors.report(args.command, exc.code)
+        raise
+    except errors.USER_ERRORS as exc:
+        return errors.report(args.command, str(exc))
 
 
 if __name__ == "__main__":

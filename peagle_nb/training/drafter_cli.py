@@ -18,6 +18,7 @@ from peagle_nb.training.runtime import log_line, resolve_device
 
 def run_mode(cfg: DrafterTrainConfig, args: argparse.Namespace, loss_fn: Callable) -> int:
     """What ``peagle-nb train eagle3|peagle`` does with its options: build the data only, re-evaluate, or train."""
+    cfg.validate()
     if args.data_only:
         build_data_only(cfg)
     elif args.eval_only:

@@ -42,6 +42,28 @@ class DrafterTrainConfig:
     smoke: bool = False
     log_every: int = 100
 
+    def validate(self) -> None:
+        """Clear errors for options that would fail deep inside a run (after minutes of data generation)."""
+        problems = []
+        counts = {"--steps": self.steps, "--batch-size": self.batch_size, "--n-sequences": self.n_sequences,
+                  "--k": self.k, "--draft-vocab-size": self.draft_vocab_size,
+                  "--eval-max-new-tokens": self.eval_max_new_tokens}
+        problems += [f"{flag} {value} must be >= 1" for flag, value in counts.items() if value < 1]
+        if self.seq_len <= max(self.prompt_lengths):
+            problems.append(f"--seq-len {self.seq_len} must exceed the longest prompt ({max(self.prompt_lengths)} "
+                            f"tokens): the target continues each prompt")
+        if self.lr <= 0 or (self.time_budget_s is not None and self.time_budget_s <= 0):
+            problems.append("--lr and --time-budget-s must be > 0")
+        if not 0.0 <= self.greedy_fraction <= 1.0:
+            problems.append(f"--greedy-fraction {self.greedy_fraction} must be in [0, 1]")
+        if not (0.0 < self.cod_r <= 1.0 and 0.0 < self.cod_r_min <= 1.0):
+            problems.append(f"--cod-r {self.cod_r} and --cod-r-min {self.cod_r_min} must be in (0, 1]")
+        if self.init_from is not None and not (Path(self.init_from) / "config.json").is_file():
+            problems.append(f"--init-from {self.init_from} is not a head folder (no config.json); pass the --out "
+                            f"folder of an earlier run")
+        if problems:
+            raise ValueError("bad drafter training options: " + "; ".join(problems) + ".")
+
     @classmethod
     def smoke_config(cls, kind: str, out: Path, **overrides) -> DrafterTrainConfig:
         base = dict(kind=kind, out=out, steps=15, batch_size=8, lr=3e-3, warmup_steps=3, n_sequences=16,

@@ -20,6 +20,7 @@ from typing import Callable
 
 import torch
 
+from peagle_nb.checksums import write_manifest
 from peagle_nb.head_io import config_to_json
 from peagle_nb.models.heads import count_parameters, export_head
 from peagle_nb.models.target import load_target
@@ -84,6 +85,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
 
     cfg.out.mkdir(parents=True, exist_ok=True)
     export_head(head, cfg.out)
+    write_manifest(cfg.out)  # shipped heads carry checksums that loading verifies
     summary = {
         "kind": cfg.kind,
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},

@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install notebooks test hygiene env clean
+.PHONY: install notebooks test lint hygiene env clean
 
 install: $(STAMP)
 
@@ -38,6 +38,9 @@ notebooks: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
 
 hygiene: install
 	$(BIN)/python -m pytest tests/test_notebook_hygiene.py

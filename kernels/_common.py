@@ -23,6 +23,15 @@ import torch
 import triton
 import triton.language as tl
 
+# hidden_src's sentinel rows (draft_inputs writes them, hidden_expand reads them): the row takes the shared
+# (projected) mask hidden state, or it is a padding row with a zero hidden state.
+MASK_ROW = -1
+PAD_ROW = -2
+# The same values for kernel code (a kernel reads only constexpr globals).
+MASK_ROW_CONST: tl.constexpr = tl.constexpr(MASK_ROW)
+PAD_ROW_CONST: tl.constexpr = tl.constexpr(PAD_ROW)
+
+
 def use_triton_for(use_triton: bool | None, device: torch.device) -> bool:
     """``None`` (auto): Triton on CUDA tensors, the PyTorch reference elsewhere."""
     if use_triton is None:
@@ -54,15 +63,15 @@ def interpreter_active() -> bool:
     return isinstance(empty_kernel, InterpretedFunction)
 
 
-def check_int_tensor(name: str, t, ndim: int, dtypes=(torch.int32, torch.int64)) -> None:
+def check_int_tensor(name: str, t, ndim: int) -> None:
+    """``t`` is an int32 or int64 tensor with ``ndim`` dimensions, else a clear error naming ``name``."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
-    if t.dtype not in dtypes:
-        names = " or ".join(str(d).replace("torch.", "") for d in dtypes)
-        raise ValueError(f"{name} must be {names}, got {str(t.dtype).replace('torch.', '')}; "
-                         f"convert it with .to(torch.{str(dtypes[-1]).replace('torch.', '')})")
+    if t.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{name} must be int32 or int64, got {str(t.dtype).replace('torch.', '')}; "
+                         f"convert it with .to(torch.int64)")
 
 
 def check_same_device(**tensors) -> torch.device:
@@ -115,6 +124,10 @@ def launch_floor_fn(device="cuda") -> Callable[[], None]:
 # A GPU sleep queued before each timed replay keeps the device busy while the host submits the graph, so that
 # the host's submission latency (~5 us per graph) is not in the timed span: ~100 us at the H200's 1.98 GHz.
 SLEEP_CYCLES = 200_000
+GRAPH_CALLS = 20  # device_us: graphs of GRAPH_CALLS and 3 * GRAPH_CALLS calls ...
+GRAPH_REPS = 15  # ... each replayed this many times
+WALL_WARMUP = 2  # wall_us: untimed calls first
+PAIRED_ROUNDS = 3  # paired_device_us: alternate measurements of a kernel and the empty one
 
 
 def _graph_of(fn: Callable[[], object], calls: int) -> "torch.cuda.CUDAGraph":
@@ -134,17 +147,18 @@ def _graph_of(fn: Callable[[], object], calls: int) -> "torch.cuda.CUDAGraph":
     return graph
 
 
-def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> float:
+def device_us(fn: Callable[[], object]) -> float:
     """Median device time of one call in a stream of them, from CUDA-graph replays (no host launch cost).
 
-    Graphs of ``inner`` and ``3 * inner`` calls are replayed alternately, each behind a GPU sleep (so that the
-    host's submission latency is not timed); one call costs the difference of their median times over
-    ``2 * inner`` calls, so the graph's own fixed cost cancels too. (Timing a lone replay of ``inner`` calls
-    from an idle GPU adds ~5 us of submission latency per replay: ~0.25 us per call at ``inner=20``, which
-    flatters any ratio to an empty kernel.)"""
+    Graphs of ``GRAPH_CALLS`` and ``3 * GRAPH_CALLS`` calls are replayed alternately, each behind a GPU sleep
+    (so that the host's submission latency is not timed); one call costs the difference of their median times
+    over ``2 * GRAPH_CALLS`` calls, so the graph's own fixed cost cancels too. (Timing a lone replay of 20
+    calls from an idle GPU adds ~5 us of submission latency per replay: ~0.25 us per call, which flatters any
+    ratio to an empty kernel.)"""
+    inner = GRAPH_CALLS
     graphs = {n: _graph_of(fn, n) for n in (inner, 3 * inner)}
     times: dict[int, list[float]] = {n: [] for n in graphs}
-    for _ in range(reps):
+    for _ in range(GRAPH_REPS):
         for n, graph in graphs.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda._sleep(SLEEP_CYCLES)
@@ -156,10 +170,10 @@ def device_us(fn: Callable[[], object], inner: int = 20, reps: int = 15) -> floa
     return (statistics.median(times[3 * inner]) - statistics.median(times[inner])) / (2 * inner)
 
 
-def wall_us(fn: Callable[[], object], reps: int = 30, warmup: int = 2) -> float:
+def wall_us(fn: Callable[[], object], reps: int = 30) -> float:
     """Median host time of one eager call (launch overhead included), synchronising around each call."""
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    for _ in range(warmup):
+    for _ in range(WALL_WARMUP):
         fn()
     sync()
     times = []
@@ -178,13 +192,13 @@ def launch_floor_us(device="cuda", reps: int = 30) -> dict[str, float | None]:
     return {"device_us": device_us(fn) if on_gpu else None, "wall_us": wall_us(fn, reps=reps)}
 
 
-def paired_device_us(fn: Callable[[], object], device="cuda", rounds: int = 3) -> tuple[float, float]:
-    """``(device_us of fn, device_us of the empty kernel)``, each the median of ``rounds`` measurements taken
+def paired_device_us(fn: Callable[[], object], device="cuda") -> tuple[float, float]:
+    """``(device_us of fn, device_us of the empty kernel)``, each the median of ``PAIRED_ROUNDS`` measurements taken
     alternately: the floor moves by ~10% over a run on a shared host, so a ratio to it is only fair when
     both were measured at the same time."""
     floor = launch_floor_fn(device)
     times, floors = [], []
-    for _ in range(rounds):
+    for _ in range(PAIRED_ROUNDS):
         floors.append(device_us(floor))
         times.append(device_us(fn))
     return statistics.median(times), statistics.median(floors)
@@ -213,6 +227,7 @@ def next_pow2(n: int) -> int:
     return triton.next_power_of_2(max(int(n), 1))
 
 
-__all__ = ["check_int_tensor", "check_same_device", "dependent_loads_fn", "dependent_loads_kernel", "device_us",
-           "empty_kernel", "launch_floor_us", "paired_device_us",
-           "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for", "wall_us"]
+__all__ = ["MASK_ROW", "MASK_ROW_CONST", "PAD_ROW", "PAD_ROW_CONST", "check_int_tensor", "check_same_device",
+           "dependent_loads_fn", "dependent_loads_kernel", "device_us", "empty_kernel", "launch_floor_us",
+           "paired_device_us", "interpreter_active", "next_pow2", "runnable", "time_variants", "use_triton_for",
+           "wall_us"]

@@ -39,17 +39,18 @@ import torch
 import triton
 import triton.language as tl
 
-from peagle_kernels._common import (check_int_tensor, check_same_device, launch_floor_us, next_pow2, runnable,
-                                    time_variants, use_triton_for)
+from peagle_kernels._common import (MASK_ROW, MASK_ROW_CONST, PAD_ROW, PAD_ROW_CONST, check_int_tensor,
+                                    check_same_device, launch_floor_us, next_pow2, runnable, time_variants,
+                                    use_triton_for)
 
-MASK_ROW = -1  # hidden_src value: take the shared (projected) mask hidden state
-PAD_ROW = -2  # hidden_src value: a padding row, zero hidden state
 # Launch shape (measured on an H200, see data/results/kernels_h200.json): elements per program and per thread.
 TILE = 128
 ELEMS_PER_THREAD = 1
 
 
 class DraftInputs(NamedTuple):
+    """The drafter's batch; also the kernel's output record (one pointer per field)."""
+
     input_ids: torch.Tensor  # [N_out] token dtype
     positions: torch.Tensor  # [N_out] int64
     is_masked: torch.Tensor  # [N_out] bool
@@ -61,33 +62,58 @@ class DraftInputs(NamedTuple):
     query_start_loc: torch.Tensor  # [B+1] int32: the drafter's ragged layout
 
 
+class _Batch(NamedTuple):
+    """The kernel's input record: the target's step (one pointer per tensor) and the block table's row stride."""
+
+    token_ids: torch.Tensor  # [N_in] int32/int64: tokens the target just processed
+    positions: torch.Tensor  # [N_in] int32/int64: their positions (read only without seq_lens)
+    seq_lens: torch.Tensor  # [B] int32/int64: tokens per sequence incl. this step's (read only with HAS_SEQ_LENS)
+    bonus: torch.Tensor  # [B] int32/int64: the target's token after each request's accepted drafts
+    query_start_loc: torch.Tensor  # [B+1] int32/int64: request r's tokens are [qsl[r], qsl[r+1])
+    num_rejected: torch.Tensor  # [B] int32/int64: drafts rejected at the end of each request's tokens
+    block_table: torch.Tensor  # [>=B, n_blocks] int32/int64: paged-KV block ids per request
+    block_table_stride: int  # elements between two rows of block_table
+
+
+class _Request(NamedTuple):
+    """Per-request values of a [REQS] tile, loaded and derived once (kernel-internal record)."""
+
+    rs: tl.tensor  # [REQS] request ids
+    r_ok: tl.tensor  # [REQS] r < B
+    qs: tl.tensor  # [REQS] first input row
+    qe: tl.tensor  # [REQS] one past the last input row
+    qlen: tl.tensor  # [REQS] input rows (0: an empty request)
+    per_request: tl.tensor  # [REQS] this program stores the per-request outputs
+    nv: tl.tensor  # [REQS, 1] valid shifted tokens (-K for an empty request)
+    total: tl.tensor  # [REQS, 1] output rows (0 past B)
+    out_start: tl.tensor  # [REQS] first output row
+    start_pos: tl.tensor  # [REQS] position of the first output row
+    bonus: tl.tensor  # [REQS] bonus token
+
+
 @triton.jit
-def _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
+def _request_outputs(req, K, out, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
     """The drafter's query_start_loc, and -1 sample indices for empty requests (inlined into the kernel)."""
-    tl.store(out_qsl_ptr + rs + 1, qe + (rs + 1) * (K - 1), mask=per_request)
-    tl.store(out_qsl_ptr + rs, qs, mask=per_request & (rs == 0))
+    tl.store(out.query_start_loc + req.rs + 1, req.qe + (req.rs + 1) * (K - 1), mask=req.per_request)
+    tl.store(out.query_start_loc + req.rs, req.qs, mask=req.per_request & (req.rs == 0))
     ks = tl.arange(0, BLOCK_K)[None, :]  # an empty request has nothing to sample
-    tl.store(out_sample_ptr + rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
-             mask=(ks < K) & (qlen[:, None] == 0) & per_request[:, None])
+    tl.store(out.sample_indices + req.rs[:, None] * K + ks, tl.full([REQS, BLOCK_K], -1, tl.int32),
+             mask=(ks < K) & (req.qlen[:, None] == 0) & req.per_request[:, None])
 
 
 @triton.jit
-def _draft_rows(start, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
-                tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
-                out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr,
-                N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr, BLOCK_T: tl.constexpr,
-                REQUEST_OUTPUTS: tl.constexpr, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
+def _draft_rows(start, req, batch, out, N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr,
+                BLOCK_T: tl.constexpr, REQUEST_OUTPUTS: tl.constexpr, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
     """Rows ``start .. start + BLOCK_T - 1`` of the tile's requests (inlined into the kernel); with
     ``REQUEST_OUTPUTS`` (one pass: each program calls this once) also the per-request outputs."""
-    qs2, qlen2 = qs[:, None], qlen[:, None]
+    qs2, qlen2, nv2 = req.qs[:, None], req.qlen[:, None], req.nv
     j = start + tl.arange(0, BLOCK_T)[None, :]
-    in_bounds = j < total2
+    in_bounds = j < req.total
     is_valid = j < nv2
     is_bonus = j == nv2
     is_mask = (j > nv2) & (j < nv2 + K)
     is_rej = ~(is_valid | is_bonus | is_mask)
-    out_idx = out_start[:, None] + j
+    out_idx = req.out_start[:, None] + j
 
     # The two row loads first (the second round trip). Their addresses are computed from as few first-round
     # values as possible, so that they issue a few instructions after those arrive: the token index needs only
@@ -96,45 +122,53 @@ def _draft_rows(start, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_sta
     # selected below. Then every output that needs only the per-request scalars is stored while the row loads
     # are in flight; the two outputs that wait for them go last. (Stores issue in program order and a store
     # waiting on a load stalls the ones behind it.)
-    r_ok2 = r_ok[:, None]
-    tok = tl.load(tok_ptr + tl.minimum(qs2 + 1 + j, N_in - 1), mask=r_ok2, other=0)
+    r_ok2 = req.r_ok[:, None]
+    tok = tl.load(batch.token_ids + tl.minimum(qs2 + 1 + j, N_in - 1), mask=r_ok2, other=0)
     # Clamped to [0, max_len - 1] in this order so that the compiler knows p >= 0: p // BLOCK_SIZE and
     # p % BLOCK_SIZE become a shift and a mask (for a power-of-two block size), not signed-division sequences.
-    p = tl.maximum(tl.minimum(start_pos[:, None] + j, max_len - 1), 0)
-    block_no = tl.load(bt_ptr + rs[:, None] * bt_stride + p // BLOCK_SIZE, mask=r_ok2, other=0)
-    positions = tl.where(is_rej, 0, start_pos[:, None] + j)
+    p = tl.maximum(tl.minimum(req.start_pos[:, None] + j, max_len - 1), 0)
+    block_no = tl.load(batch.block_table + req.rs[:, None] * batch.block_table_stride + p // BLOCK_SIZE, mask=r_ok2,
+                       other=0)
+    positions = tl.where(is_rej, 0, req.start_pos[:, None] + j)
     # Paged KV slot (below): nothing stored past max_len or when rejected; otherwise positions == p.
     no_store = is_rej | (positions >= max_len)
 
     if REQUEST_OUTPUTS:
-        _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
-    hsrc = tl.where(is_mask, -1, tl.where(j < qlen2, qs2 + j, -2))
+        _request_outputs(req, K, out, REQS, BLOCK_K)
+    hsrc = tl.where(is_mask, MASK_ROW_CONST, tl.where(j < qlen2, qs2 + j, PAD_ROW_CONST))
     is_new = (is_bonus | is_mask) & in_bounds
-    tl.store(out_pos_ptr + out_idx, positions.to(tl.int64), mask=in_bounds)
-    tl.store(out_masked_ptr + out_idx, is_mask, mask=in_bounds)
-    tl.store(out_rejected_ptr + out_idx, is_rej, mask=in_bounds)
-    tl.store(out_hsrc_ptr + out_idx, hsrc, mask=in_bounds)
-    tl.store(out_sample_ptr + rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
-    tl.store(out_hmap_ptr + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
+    tl.store(out.positions + out_idx, positions.to(tl.int64), mask=in_bounds)
+    tl.store(out.is_masked + out_idx, is_mask, mask=in_bounds)
+    tl.store(out.is_rejected + out_idx, is_rej, mask=in_bounds)
+    tl.store(out.hidden_src + out_idx, hsrc, mask=in_bounds)
+    tl.store(out.sample_indices + req.rs[:, None] * K + (j - nv2), out_idx, mask=is_new)
+    tl.store(out.hidden_state_mapping + qs2 + j, out_idx, mask=j < qlen2)  # hidden states are not shifted
 
-    ids = tl.where(is_bonus, bonus[:, None].to(tok.dtype), tok)
+    ids = tl.where(is_bonus, req.bonus[:, None].to(tok.dtype), tok)
     ids = tl.where(is_mask, mask_id, ids)
     ids = tl.where(is_rej, pad_id, ids)
     slot = tl.where(no_store, pad_slot, block_no.to(tl.int64) * BLOCK_SIZE + p % BLOCK_SIZE)
-    tl.store(out_ids_ptr + out_idx, ids, mask=in_bounds)
-    tl.store(out_slot_ptr + out_idx, slot, mask=in_bounds)
+    tl.store(out.input_ids + out_idx, ids, mask=in_bounds)
+    tl.store(out.slot_mapping + out_idx, slot, mask=in_bounds)
 
 
 @triton.jit
 def draft_inputs_kernel(
-    tok_ptr, pos_ptr, seq_lens_ptr, bonus_ptr, qsl_ptr, nrej_ptr, bt_ptr, bt_stride,
-    out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr, out_sample_ptr, out_hmap_ptr, out_hsrc_ptr,
-    out_slot_ptr, out_qsl_ptr,
-    B, N_in, K, mask_id, pad_id, pad_slot, max_len,
+    batch,  # _Batch: the target's step (shapes in _Batch)
+    out,  # DraftInputs: the drafter's batch (shapes in DraftInputs)
+    B,  # requests
+    N_in,  # input rows (tokens the target processed)
+    K,  # drafts per request
+    mask_id,  # the <mask> token id
+    pad_id,  # the token id of padding rows
+    pad_slot,  # slot_mapping value where no key/value is stored
+    max_len,  # max_model_len: positions from here on are not stored
     HAS_SEQ_LENS: tl.constexpr,  # first positions from seq_lens (one round trip fewer) or from target_positions
     ONE_PASS: tl.constexpr,  # the grid covers every row (max_query_len given): no loop, no cross-lane max
     BLOCK_SIZE: tl.constexpr,  # KV block size: a constant divisor compiles to a multiply, not a slow division
-    REQS: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr,
+    REQS: tl.constexpr,  # requests per program
+    BLOCK_T: tl.constexpr,  # output rows per request and token block
+    BLOCK_K: tl.constexpr,  # next_pow2(K): the sample-index tile
 ):
     # A [REQS, BLOCK_T] tile: REQS requests per program (fewer, fuller programs for short decode requests),
     # token blocks along axis 1 (without max_query_len a program loops over its requests' rows).
@@ -143,12 +177,12 @@ def draft_inputs_kernel(
     nblk = tl.num_programs(1)
     r_ok = rs < B
     # Every per-request scalar in one round of independent loads (indexed by r only).
-    qs = tl.load(qsl_ptr + rs, mask=r_ok, other=0).to(tl.int32)
-    qe = tl.load(qsl_ptr + rs + 1, mask=r_ok, other=0).to(tl.int32)
-    nrej = tl.load(nrej_ptr + rs, mask=r_ok, other=0).to(tl.int32)
-    bonus = tl.load(bonus_ptr + rs, mask=r_ok, other=0)
+    qs = tl.load(batch.query_start_loc + rs, mask=r_ok, other=0).to(tl.int32)
+    qe = tl.load(batch.query_start_loc + rs + 1, mask=r_ok, other=0).to(tl.int32)
+    nrej = tl.load(batch.num_rejected + rs, mask=r_ok, other=0).to(tl.int32)
+    bonus = tl.load(batch.bonus + rs, mask=r_ok, other=0)
     if HAS_SEQ_LENS:  # written among the loads above so that it is issued with them
-        seq_len = tl.load(seq_lens_ptr + rs, mask=r_ok, other=0).to(tl.int32)
+        seq_len = tl.load(batch.seq_lens + rs, mask=r_ok, other=0).to(tl.int32)
     qlen = qe - qs  # 0 for the tile's rows past B: they behave as empty requests and store nothing
     active = qlen > 0
     # Valid shifted tokens. An empty request gets nv = -K so that every row below lands in the padding region.
@@ -159,26 +193,22 @@ def draft_inputs_kernel(
     if HAS_SEQ_LENS:
         start_pos = seq_len - qlen
     else:  # target_positions[qs] waits for qs: one more round trip before the block table can be read
-        start_pos = tl.load(pos_ptr + tl.minimum(qs, N_in - 1), mask=r_ok, other=0).to(tl.int32)
+        start_pos = tl.load(batch.positions + tl.minimum(qs, N_in - 1), mask=r_ok, other=0).to(tl.int32)
     # Per-request outputs, written by the first token block (masked rather than branched on: a branch would
     # split the code between the loads above and the row loads below, and the compiler schedules within a
     # block). In one pass they are stored while the row loads are in flight; a looping program stores them
     # before its loop (which may run zero times).
     per_request = tl.where(blk == 0, r_ok, False)
-    nv2, total2 = nv[:, None], total[:, None]
-    # One inlined helper for both launch shapes (explicit arguments: the Triton frontend takes no *args).
+    req = _Request(rs, r_ok, qs, qe, qlen, per_request, nv[:, None], total[:, None], out_start, start_pos, bonus)
+    # One inlined helper for both launch shapes.
     if ONE_PASS:  # the row loads follow the per-request loads directly: nothing waits on a reduction
-        _draft_rows(blk * BLOCK_T, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
-                    tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
-                    out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id, pad_id,
-                    pad_slot, max_len, BLOCK_SIZE, BLOCK_T, True, REQS, BLOCK_K)
+        _draft_rows(blk * BLOCK_T, req, batch, out, N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE,
+                    BLOCK_T, True, REQS, BLOCK_K)
     else:
-        _request_outputs(rs, qs, qe, qlen, per_request, K, out_qsl_ptr, out_sample_ptr, REQS, BLOCK_K)
+        _request_outputs(req, K, out, REQS, BLOCK_K)
         for start in range(blk * BLOCK_T, tl.max(total, axis=0), nblk * BLOCK_T):
-            _draft_rows(start, rs, r_ok, qs, qe, qlen, per_request, nv2, total2, out_start, start_pos, bonus,
-                        tok_ptr, bt_ptr, bt_stride, out_ids_ptr, out_pos_ptr, out_masked_ptr, out_rejected_ptr,
-                        out_sample_ptr, out_hmap_ptr, out_hsrc_ptr, out_slot_ptr, out_qsl_ptr, N_in, K, mask_id,
-                        pad_id, pad_slot, max_len, BLOCK_SIZE, BLOCK_T, False, REQS, BLOCK_K)
+            _draft_rows(start, req, batch, out, N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE,
+                        BLOCK_T, False, REQS, BLOCK_K)
 
 
 def _validate(tok, pos, bonus, qsl, nrej, block_table, seq_lens, k, block_size, max_model_len, check_values):
@@ -313,14 +343,12 @@ def build_draft_inputs(target_token_ids, target_positions, bonus_tokens, query_s
         target_token_ids = torch.zeros(1, dtype=target_token_ids.dtype, device=device)
         target_positions = torch.zeros(1, dtype=target_positions.dtype, device=device)
     seq_lens_arg = seq_lens.contiguous() if seq_lens is not None else query_start_loc  # dummy, never read
+    batch = _Batch(target_token_ids, target_positions, seq_lens_arg, bonus_tokens, query_start_loc, num_rejected,
+                   bt, bt.stride(0))
     runnable(draft_inputs_kernel, device)[(triton.cdiv(B, reqs), n_blocks)](
-        target_token_ids, target_positions, seq_lens_arg, bonus_tokens, query_start_loc, num_rejected, bt,
-        bt.stride(0), out.input_ids, out.positions, out.is_masked, out.is_rejected, out.sample_indices,
-        out.hidden_state_mapping, out.hidden_src, out.slot_mapping, out.query_start_loc,
-        B, N_in, k, mask_token_id, padding_token_id, padding_slot_id, max_model_len,
+        batch, out, B, N_in, k, mask_token_id, padding_token_id, padding_slot_id, max_model_len,
         HAS_SEQ_LENS=seq_lens is not None, ONE_PASS=max_query_len is not None, BLOCK_SIZE=block_size, REQS=reqs,
-        BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k),
-        num_warps=num_warps)
+        BLOCK_T=BLOCK_T, BLOCK_K=next_pow2(k), num_warps=num_warps)
     return out
 
 

@@ -28,11 +28,15 @@ TILE = 32
 
 @triton.jit
 def greedy_verify_kernel(
-    draft_ptr, target_ptr, num_drafts_ptr,  # [B, K], [B, K+1], [B] (ignored unless HAS_NUM_DRAFTS)
-    accepted_ptr, bonus_ptr, rejected_ptr,  # [B] int32, [B] int64, [B] int32
-    B,
+    draft_ptr,  # [B, K] int32/int64: the drafts, row-contiguous
+    target_ptr,  # [B, K+1] int32/int64: the target's argmax after the bonus token and after each draft
+    num_drafts_ptr,  # [B] int32/int64: drafts per request (read only when HAS_NUM_DRAFTS)
+    accepted_ptr,  # [B] int32 out: accepted prefix length
+    bonus_ptr,  # [B] int64 out: the target's token after the accepted prefix
+    rejected_ptr,  # [B] int32 out: num_drafts - accepted
+    B,  # requests
     K: tl.constexpr,  # drafts per request: the walk below is unrolled over them
-    HAS_NUM_DRAFTS: tl.constexpr,
+    HAS_NUM_DRAFTS: tl.constexpr,  # False: every request has K drafts
     BLOCK_B: tl.constexpr,  # requests per program
 ):
     # One request per thread. Its K drafts and K+1 targets are loaded independently of one another and of

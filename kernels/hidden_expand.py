@@ -24,28 +24,33 @@ import torch
 import triton
 import triton.language as tl
 
-from peagle_kernels._common import (check_int_tensor, check_same_device, device_us, next_pow2, runnable,
-                                    use_triton_for, wall_us)
-
-MASK_ROW, PAD_ROW = -1, -2
+from peagle_kernels._common import (MASK_ROW, MASK_ROW_CONST, PAD_ROW, PAD_ROW_CONST, check_int_tensor,
+                                    check_same_device, device_us, next_pow2, runnable, use_triton_for, wall_us)
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @triton.jit
 def hidden_expand_kernel(
-    target_ptr, mask_ptr, src_ptr, out_ptr,  # [N_in, H], [H], [N_out] int32, [N_out, H]
-    N_out, H, stride_t, stride_o,
-    BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+    target_ptr,  # [N_in, H] float: the target's hidden states (rows stride_t apart, columns contiguous)
+    mask_ptr,  # [H] float: the projected mask hidden state fc(mask_hidden)
+    src_ptr,  # [N_out] int32: hidden_src, an input row, MASK_ROW or PAD_ROW per output row
+    out_ptr,  # [N_out, H] float out: the drafter's hidden states (rows stride_o apart, columns contiguous)
+    N_out,  # output rows
+    H,  # hidden size
+    stride_t,  # elements between two rows of target_ptr
+    stride_o,  # elements between two rows of out_ptr
+    BLOCK_R: tl.constexpr,  # output rows per program
+    BLOCK_H: tl.constexpr,  # columns per program
 ):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     row_ok = rows < N_out
     col_ok = cols < H
-    src = tl.load(src_ptr + rows, mask=row_ok, other=-2)
+    src = tl.load(src_ptr + rows, mask=row_ok, other=PAD_ROW_CONST)
     from_target = (src >= 0)[:, None] & col_ok[None, :]
     vals = tl.load(target_ptr + src.to(tl.int64)[:, None] * stride_t + cols[None, :], mask=from_target, other=0.0)
     shared = tl.load(mask_ptr + cols, mask=col_ok, other=0.0)
-    vals = tl.where((src == -1)[:, None], shared[None, :], vals)
+    vals = tl.where((src == MASK_ROW_CONST)[:, None], shared[None, :], vals)
     tl.store(out_ptr + rows.to(tl.int64)[:, None] * stride_o + cols[None, :], vals,
              mask=row_ok[:, None] & col_ok[None, :])
 
@@ -160,7 +165,7 @@ def bytes_moved(target_hidden, hidden_src) -> int:
     return n_target * H * e + hidden_src.shape[0] * H * e + hidden_src.numel() * hidden_src.element_size() + H * e
 
 
-def flushed_ms(fn, device, reps: int = 100, warmup: int = 10) -> float:
+def flushed_ms(fn, device) -> float:
     """Median device time of one call with the L2 cache flushed before it; host clock on a CPU.
 
     Like ``triton.testing.do_bench``, but the GPU spins (``torch.cuda._sleep``) between the flush and the
@@ -170,10 +175,10 @@ def flushed_ms(fn, device, reps: int = 100, warmup: int = 10) -> float:
     if torch.device(device).type != "cuda":
         return wall_us(fn, reps=3) / 1e3
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device=device)  # several times the 60 MB L2
-    for _ in range(warmup):
+    for _ in range(10):  # warm-up
         fn()
     times = []
-    for _ in range(reps):
+    for _ in range(100):
         flush.zero_()
         torch.cuda._sleep(200_000)  # ~100 us at 2 GHz: longer than any launch overhead
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

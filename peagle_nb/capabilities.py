@@ -8,10 +8,8 @@ never printed.
 from __future__ import annotations
 
 import importlib.metadata as md
-import importlib.util
 import os
 import platform
-import sys
 from dataclasses import asdict, dataclass, field
 
 
@@ -20,13 +18,6 @@ def _version(dist: str) -> str | None:
         return md.version(dist)
     except md.PackageNotFoundError:
         return None
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 @dataclass
@@ -130,15 +121,6 @@ def detect() -> Capabilities:
     )
 
 
-@dataclass(frozen=True)
-class NotebookRequirement:
-    """What a notebook needs to run in its full configuration (smoke mode runs on any CPU)."""
-
-    number: str
-    title: str
-    full_needs: tuple[str, ...]  # any of: "gpu", "vllm", "aws", "sagemaker_sdk"
-
-
 def can_run_full(caps: Capabilities, needs: tuple[str, ...]) -> tuple[bool, str]:
     """Whether the full configuration can run here, and if not, the first missing thing."""
     missing = {
@@ -153,7 +135,3 @@ def can_run_full(caps: Capabilities, needs: tuple[str, ...]) -> tuple[bool, str]
         if not ok:
             return False, why
     return True, "ok"
-
-
-def python_executable() -> str:
-    return sys.executable

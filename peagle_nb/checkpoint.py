@@ -11,8 +11,9 @@ config.json (a ``LlamaConfig`` plus EAGLE fields)::
     hidden_size H, intermediate_size I, num_hidden_layers L, num_attention_heads, num_key_value_heads,
     [head_dim], vocab_size V (the target's), draft_vocab_size Vd, target_hidden_size Ht,
     eagle_config: {"use_aux_hidden_state": true, "eagle_aux_hidden_state_layer_ids": [a, b, c]},
-    P-EAGLE only: mask_token_id (the target tokenizer's <mask>), peagle_trained_k (our key: the deepest
-    draft position the head was trained for; vLLM ignores it)
+    P-EAGLE only: the target tokenizer's <mask> id under all three names vLLM releases look it up by,
+    mask_token_id = pard_token = ptd_token_id (some releases read only the last two), and peagle_trained_k
+    (our key: the deepest draft position the head was trained for; vLLM ignores it)
 
 model.safetensors::
 
@@ -37,7 +38,8 @@ import torch
 ARCHITECTURE = "LlamaForCausalLMEagle3"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-# vLLM looks the parallel-drafting token up under these names, in this order (llm_base_proposer.py).
+# vLLM looks the parallel-drafting token up under these names, in this order (llm_base_proposer.py); which of
+# them it reads changed between releases, so a portable head writes all three with the same id.
 MASK_ID_KEYS = ("mask_token_id", "pard_token", "ptd_token_id")
 TRAINED_K_KEY = "peagle_trained_k"
 
@@ -53,11 +55,20 @@ class HeadCheckpointError(ValueError):
 
 
 def mask_token_id(config: Mapping[str, Any]) -> int | None:
-    """The P-EAGLE mask token id under any of the names vLLM accepts, or None (an EAGLE-3 head)."""
-    for key in MASK_ID_KEYS:
-        if config.get(key) is not None:
-            return int(config[key])
-    return None
+    """The P-EAGLE mask token id under any of the names vLLM accepts, or None (an EAGLE-3 head). When several
+    are present they must agree: vLLM releases differ in which one they read."""
+    ids = {key: config[key] for key in MASK_ID_KEYS if config.get(key) is not None}
+    if len({int(v) for v in ids.values()}) > 1:
+        found = ", ".join(f"{k}={v}" for k, v in ids.items())
+        raise HeadCheckpointError(f"config.json: the mask token ids disagree ({found}); vLLM releases read different "
+                                  f"ones, so the head would draft with a different <mask> on each. Fix: set all of "
+                                  f"{', '.join(MASK_ID_KEYS)} to the id of the target tokenizer's <mask>.")
+    return int(next(iter(ids.values()))) if ids else None
+
+
+def mask_id_fields(mask_id: int) -> dict[str, int]:
+    """The config.json fields of a P-EAGLE head's mask token id: every name vLLM looks up, one id."""
+    return {key: int(mask_id) for key in MASK_ID_KEYS}
 
 
 def head_kind(config: Mapping[str, Any]) -> str:
@@ -259,15 +270,41 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise HeadCheckpointError(f"{cfg}: not valid JSON ({exc})") from None
 
 
+def verify_checksums(folder: str | Path, names: list[str] | None = None) -> None:
+    """The folder's files against its ``checksums.json`` (shipped folders carry one; a folder without it passes)."""
+    from peagle_nb import checksums
+
+    try:
+        checksums.verify_folder(folder, names)
+    except checksums.ChecksumError as exc:
+        raise HeadCheckpointError(str(exc)) from None
+
+
+def _weights_path(path: str | Path) -> Path:
+    weights = Path(path) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise HeadCheckpointError(f"{path}: no {WEIGHTS_FILE}. Fix: export the head with write_head.")
+    verify_checksums(path, [CONFIG_FILE, WEIGHTS_FILE])
+    return weights
+
+
+def _unreadable(weights: Path, exc: Exception) -> HeadCheckpointError:
+    return HeadCheckpointError(
+        f"{weights} is not a readable safetensors file ({type(exc).__name__}: {exc}); it is probably truncated or "
+        f"not fully downloaded. Fix: restore it (`git checkout -- {weights}`, or `git lfs pull` if the clone holds "
+        f"LFS pointers), or export the head again (`peagle-nb train eagle3|peagle`, or export_head).")
+
+
 def read_tensor_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
     """Names and shapes from the safetensors header only (cheap, for checks)."""
     from safetensors import safe_open
 
-    weights = Path(path) / WEIGHTS_FILE
-    if not weights.is_file():
-        raise HeadCheckpointError(f"{path}: no {WEIGHTS_FILE}. Fix: export the head with write_head.")
-    with safe_open(str(weights), framework="pt") as f:
-        return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    weights = _weights_path(path)
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    except Exception as exc:  # noqa: BLE001 - safetensors' own error type differs between releases
+        raise _unreadable(weights, exc) from None
 
 
 def read_head(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -275,10 +312,11 @@ def read_head(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]
     from safetensors.torch import load_file
 
     config = read_config(path)
-    weights = Path(path) / WEIGHTS_FILE
-    if not weights.is_file():
-        raise HeadCheckpointError(f"{path}: no {WEIGHTS_FILE}. Fix: export the head with write_head.")
-    tensors = load_file(str(weights))
+    weights = _weights_path(path)
+    try:
+        tensors = load_file(str(weights))
+    except Exception as exc:  # noqa: BLE001 - safetensors' own error type differs between releases
+        raise _unreadable(weights, exc) from None
     try:
         validate_tensors(config, tensors)
     except HeadCheckpointError as exc:
@@ -292,8 +330,9 @@ def read_head(path: str | Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]
 def check_head_against_target(head_dir: str | Path, target_dir: str | Path, k: int | None = None) -> dict[str, Any]:
     """Everything vLLM needs to agree between a head and its target, checked before an engine starts.
 
-    Reads only config files and the safetensors header. Returns a summary (kind, k, trained_k, mask id,
-    aux layer ids, sizes); raises ``HeadCheckpointError`` naming the field and the fix.
+    Reads config files and the safetensors header, and checks both folders against their ``checksums.json``
+    when they carry one. Returns a summary (kind, k, trained_k, mask id, aux layer ids, sizes); raises
+    ``HeadCheckpointError`` naming the field and the fix.
     """
     head_dir, target_dir = Path(head_dir), Path(target_dir)
     cfg = read_config(head_dir)
@@ -305,6 +344,7 @@ def check_head_against_target(head_dir: str | Path, target_dir: str | Path, k: i
     if not tcfg_path.is_file():
         raise HeadCheckpointError(f"target {target_dir}: no {CONFIG_FILE}. Fix: pass the target model folder "
                                   f"(save_pretrained output) the head was trained on.")
+    verify_checksums(target_dir)  # every file: the engine about to start reads the weights and the tokenizer
     tcfg = json.loads(tcfg_path.read_text(encoding="utf-8"))
     tcfg = {**tcfg, **(tcfg.get("text_config") or {})}  # multimodal wrappers keep the LM sizes there
     d = _dims(cfg)
@@ -384,18 +424,17 @@ def head_config_for_target(target_config: Mapping[str, Any], kind: str, *, num_l
     if kind == "peagle":
         if mask_token_id is None:
             raise HeadCheckpointError("a P-EAGLE head needs mask_token_id (the target tokenizer's <mask> id).")
-        cfg["mask_token_id"] = int(mask_token_id)
+        cfg.update(mask_id_fields(mask_token_id))
         if trained_k is not None:
             cfg[TRAINED_K_KEY] = int(trained_k)
     validate_config(cfg)
     return cfg
 
 
-def random_head_tensors(config: Mapping[str, Any], seed: int = 0, std: float = 0.02,
-                        draft_to_target: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """Random-init tensors for every name in ``expected_tensor_shapes(config)`` (norms = 1). A stand-in head
-    for layout and losslessness tests: its drafts are wrong but the served output must not change.
-    ``draft_to_target`` (sorted target ids, length Vd) picks the draft vocabulary when Vd < V."""
+def random_head_tensors(config: Mapping[str, Any], seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random-init tensors for every name in ``expected_tensor_shapes(config)`` (norms = 1, std 0.02). A stand-in
+    head for layout and losslessness tests: its drafts are wrong but the served output must not change. With
+    ``Vd < V`` the draft vocabulary is the first ``Vd`` target ids."""
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, shape in expected_tensor_shapes(config).items():
@@ -404,29 +443,28 @@ def random_head_tensors(config: Mapping[str, Any], seed: int = 0, std: float = 0
         elif name in ("d2t", "t2d"):
             continue
         else:
-            out[name] = torch.randn(shape, generator=g) * std
+            out[name] = torch.randn(shape, generator=g) * 0.02
     d = _dims(config)
     if d["Vd"] < d["V"]:
-        ids = draft_to_target if draft_to_target is not None else torch.arange(d["Vd"])
-        out["d2t"] = ids.to(torch.int64) - torch.arange(d["Vd"])
-        t2d = torch.zeros(d["V"], dtype=torch.bool)
-        t2d[ids] = True
-        out["t2d"] = t2d
+        out["d2t"] = torch.zeros(d["Vd"], dtype=torch.int64)
+        out["t2d"] = torch.arange(d["V"]) < d["Vd"]
     return out
 
 
-def write_random_head(path: str | Path, target_dir: str | Path, kind: str, seed: int = 0, mask_token_id: int | None = None,
+def write_random_head(path: str | Path, target_dir: str | Path, kind: str, seed: int = 0,
                       **config_overrides: Any) -> Path:
     """A random-init stand-in head for ``target_dir`` (layout and losslessness checks before a trained head
-    exists). The P-EAGLE mask id defaults to the target tokenizer's ``<mask>`` added token."""
+    exists). A P-EAGLE head's mask id is the target tokenizer's ``<mask>`` added token."""
     target_dir = Path(target_dir)
     tcfg = json.loads((target_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    if kind == "peagle" and mask_token_id is None:
+    mask_token_id = None
+    if kind == "peagle":
         tok = target_dir / "tokenizer.json"
         added = json.loads(tok.read_text(encoding="utf-8")).get("added_tokens", []) if tok.is_file() else []
         ids = [t["id"] for t in added if t.get("content") == "<mask>"]
         if not ids:
-            raise HeadCheckpointError(f"{target_dir}: the tokenizer has no <mask> token; pass mask_token_id=...")
+            raise HeadCheckpointError(f"{target_dir}: the tokenizer has no <mask> token. Fix: use a target whose "
+                                      f"tokenizer has <mask> (peagle-nb train target adds it).")
         mask_token_id = ids[0]
     cfg = head_config_for_target(tcfg, kind, mask_token_id=mask_token_id, **config_overrides)
     return write_head(path, cfg, random_head_tensors(cfg, seed=seed))

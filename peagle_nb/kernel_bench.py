@@ -1,7 +1,7 @@
 """Benchmark and verify the parallel-drafting kernels on one device; write ``data/results/kernels_<device>.json``.
 
-One call does everything the notebook and the issue's performance goals need, in one process (so one
-GPU lease): the correctness of each Triton kernel against its PyTorch reference on this device, the
+One call measures everything notebook 04 and the kernels' performance goals need, in one process (one GPU
+at a time): the correctness of each Triton kernel against its PyTorch reference on this device, the
 empty-kernel launch floor (and, timed alternately with it, chains of dependent loads and each fused kernel's
 time), time per call over batch sizes and K for the Triton kernel (the input builder
 both with vLLM's ``seq_lens`` and with positions from ``target_positions``), the eager op chain (as vLLM
@@ -26,7 +26,8 @@ from typing import Any
 GPU_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GPU_KS = (3, 7, 10)
 HIDDEN_SIZE = 2880  # GPT-OSS-20B, the model of the published P-EAGLE speedups
-# summary name, kernel, variant: time over the launch floor (the issue's goal for kernels 1 and 3)
+# summary name, kernel, variant: time over the launch floor (the goal for the input builder and verification:
+# within ~2x of an empty launch up to batch 256)
 FLOOR_RATIOS = (("greedy_verify", "greedy_verify", "triton"), ("draft_inputs", "draft_inputs", "triton"),
                 ("draft_inputs_positions", "draft_inputs", "triton_positions"),
                 ("draft_inputs_loop", "draft_inputs", "triton_loop"))
@@ -70,7 +71,7 @@ GREEDY_VERIFY_TILES = (8, 16, 32, 64)  # requests per program, one per thread
 def _worst_case_sweep(kernel: str, shapes, make_call, device: str, batch_sizes, ks) -> tuple[list[dict], Any]:
     """Device time of ``make_call(shape, B, K)`` per launch shape over the decode batches up to B=256, each timed
     alternately with the empty kernel; the best shape is the one whose slowest point, in those floors, is lowest
-    (the issue's goal is the worst case, not the mean)."""
+    (the goal is about the worst case, not the mean)."""
     from peagle_kernels import _common
 
     rows, worst = [], {}
@@ -183,7 +184,8 @@ def run_benchmarks(device: str | None = None, batch_sizes=None, ks=None, hidden_
         sweep, (tile, ept) = _worst_case_sweep("draft_inputs", DRAFT_INPUTS_SHAPES,
                                                partial(_draft_inputs_call, device=device), device, batch_sizes, ks)
         runs += sweep
-        log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs launch-shape sweep: best tile {tile}, {ept} row(s) per thread")
+        log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs launch-shape sweep: best tile {tile}, "
+            f"{ept} row(s) per thread")
     runs += di.benchmark_draft_inputs(batch_sizes, ks, device=device, reps=reps, tile=tile, elems_per_thread=ept)
     log(f"[{time.perf_counter() - t0:6.1f}s] draft_inputs done")
     block = (4, min(1024, H), 4)
@@ -284,8 +286,8 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
              "flushed_us = triton.testing.do_bench median with the L2 cache flushed (hidden_expand bandwidth). "
              "variant: triton (one fused launch; draft_inputs with seq_lens and max_query_len), triton_positions "
              "(draft_inputs without seq_lens: first positions read from target_positions, one dependent load more), "
-             "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same work as "
-             "separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
+             "triton_loop (draft_inputs without max_query_len: each program loops over its rows), eager (the same "
+             "work as separate PyTorch ops, as vLLM did before fusion), reference (the plain PyTorch spec, host loop), "
              "launch_floor (an empty Triton kernel); floor_us (on the fused kernels' rows) = the empty kernel timed "
              "alternately with that row (medians of 3 each), the floor its ratio uses; dependent_loads = a chain of "
              "`depth` dependent loads then a store over `programs` programs of `lanes` lanes (the least a kernel "
@@ -301,29 +303,55 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m peagle_nb.kernel_bench", description=__doc__.splitlines()[0])
     add_arguments(p)
-    return run(p.parse_args(argv))
+    args = p.parse_args(argv)
+    try:
+        return run(args)
+    except (ValueError, OSError) as exc:  # bad input: one paragraph, exit 2 (as `peagle-nb kernels-bench` says it)
+        print(f"peagle-nb kernels-bench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="results file (default data/results/kernels_<device>.json)")
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=None)
-    p.add_argument("--ks", type=int, nargs="+", default=None)
-    p.add_argument("--hidden-size", type=int, default=None)
+    p.add_argument("--batch-sizes", type=_positive, nargs="+", default=None)
+    p.add_argument("--ks", type=_positive, nargs="+", default=None)
+    p.add_argument("--hidden-size", type=_positive, default=None)
     p.add_argument("--smoke", action="store_true", help="small correctness sweep (CPU dry run)")
     p.add_argument("--repeat-into", type=Path, default=None, metavar="FILE",
                    help="run again and attach this run's headline figures to FILE (an earlier results file of the "
                         "same machine) as its 'repeat', to put the run-to-run spread on record; its runs are not kept")
 
 
+def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]:
+    """The results file ``--repeat-into`` names, read and checked before any benchmark runs: it must exist, be a
+    kernels results file and come from this kind of device."""
+    from peagle_nb.results import machine_info, read_results
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--repeat-into {path}: no such file. Fix: name the results file of an earlier "
+                                f"`peagle-nb kernels-bench` run on this machine, or use --out for a new one.")
+    first = read_results(path)
+    if first["source"] != "kernels":
+        raise ValueError(f"--repeat-into {path}: that file holds {first['source']} results, not kernel benchmarks. "
+                         f"Fix: name a kernels_<device>.json file.")
+    mine, theirs = device or machine_info().get("device"), first["machine"].get("device")
+    if mine != theirs:
+        raise ValueError(f"--repeat-into {path}: that file was recorded on {theirs}, this run is on {mine}. "
+                         f"Fix: repeat on the same kind of device, or write a new file with --out.")
+    return first
+
+
 def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """Store ``doc``'s summary in the results file ``path`` as ``repeat`` (same device required)."""
-    from peagle_nb.results import read_results, write_results
+    from peagle_nb.results import write_results
 
-    first = read_results(path)
-    mine, theirs = doc["machine"].get("device"), first["machine"].get("device")
-    if mine != theirs:
-        raise SystemExit(f"--repeat-into {path}: that file was recorded on {theirs}, this run is on {mine}. "
-                         f"Fix: repeat on the same kind of device, or write a new file with --out.")
+    first = check_repeat_target(path, doc["machine"].get("device"))
     first["repeat"] = {"created": doc["created"], "what": "the same benchmark run again right after, in a new "
                        "process on the same machine, to show the run-to-run spread (its runs are not kept; its "
                        "headline figures are)", "summary": summarize(doc)}
@@ -334,6 +362,8 @@ def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
 def run(args) -> int:
     if args.repeat_into is not None:
         from peagle_nb.results import make_results
+
+        check_repeat_target(args.repeat_into)  # before minutes of benchmarks, not after
 
         doc = make_results("kernels", run_benchmarks(batch_sizes=args.batch_sizes, ks=args.ks,
                                                      hidden_size=args.hidden_size, smoke=args.smoke))

@@ -1,4 +1,4 @@
-"""Acceptance metrics of speculative decoding (peagle-facts.md section 2). Explained in notebook 01.
+"""Acceptance metrics of speculative decoding (vLLM's conventions). Explained in notebook 01.
 
 For a run of verification steps, each with ``accepted`` = number of drafts the target kept:
 

@@ -31,7 +31,7 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SCHEMA = "peagle-nb/results/v1"
 SOURCES = {"engine", "kernels", "vllm", "endpoint", "published"}
@@ -136,11 +136,3 @@ def read_results(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ResultsFormatError(f"{path}: not valid JSON ({exc})") from None
     return validate(doc, str(path))
-
-
-def iter_runs(docs: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
-    """Flatten files into run records, each tagged with its file's source and device."""
-    for doc in docs:
-        device = (doc.get("machine") or {}).get("device", "unknown")
-        for run in doc["runs"]:
-            yield {"source": doc["source"], "device": device, **run}

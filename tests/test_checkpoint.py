@@ -88,14 +88,16 @@ def test_validate_lists_missing_unexpected_and_misshaped():
     ("target_hidden_size", 64, "target_hidden_size=64 but the target's hidden_size is 128"),
     ("vocab_size", 400, "vocab_size=400 but the target's vocab_size is 300"),
     ("eagle_config", {"use_aux_hidden_state": True, "eagle_aux_hidden_state_layer_ids": [2, 4, 9]}, "[9] outside"),
-    ("eagle_config", {"use_aux_hidden_state": True, "eagle_aux_hidden_state_layer_ids": [5, 4, 2]}, "strictly increasing"),
+    ("eagle_config", {"use_aux_hidden_state": True, "eagle_aux_hidden_state_layer_ids": [5, 4, 2]},
+     "strictly increasing"),
     ("mask_token_id", 7, "mask_token_id=7 is not a special"),
     ("mask_token_id", 999, "outside the vocabulary"),
+    ("pard_token", 7, "mask token ids disagree (mask_token_id=2, pard_token=7, ptd_token_id=2)"),
     ("architectures", ["LlamaForCausalLM"], "Fix: set it to ['LlamaForCausalLMEagle3']"),
 ])
 def test_head_vs_target_errors_name_the_field(tmp_path, target_dir, field, value, expect):
     path, cfg = _head(tmp_path)
-    cfg[field] = value
+    cfg.update(ck.mask_id_fields(value) if field == "mask_token_id" else {field: value})  # all names, one id
     if field in ("target_hidden_size", "vocab_size"):  # keep tensors consistent so the cross-check is reached
         ck.write_head(path, cfg, ck.random_head_tensors(cfg))
     else:
@@ -119,6 +121,23 @@ def test_k_above_trained_depth_and_missing_mask_hidden(tmp_path, target_dir):
     save_file(t, str(path / "model.safetensors"))
     with pytest.raises(ck.HeadCheckpointError, match=r"missing \['mask_hidden'\]"):
         ck.check_head_against_target(path, target_dir)
+
+
+def test_a_peagle_head_writes_its_mask_id_under_every_name_vllm_reads(tmp_path):
+    _, cfg = _head(tmp_path)
+    assert [cfg[key] for key in ("mask_token_id", "pard_token", "ptd_token_id")] == [MASK] * 3
+    only_old = {k: v for k, v in cfg.items() if k != "mask_token_id"}  # what an older export may carry
+    assert ck.mask_token_id(only_old) == MASK and ck.head_kind(only_old) == "peagle"
+
+
+def test_a_truncated_weights_file_names_the_file_and_the_fix(tmp_path, target_dir):
+    path, _ = _head(tmp_path)
+    weights = path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    for read in (ck.read_head, ck.read_tensor_shapes):
+        with pytest.raises(ck.HeadCheckpointError, match="not a readable safetensors file") as err:
+            read(path)
+        assert str(weights) in str(err.value) and "Fix: restore it" in str(err.value)
 
 
 def test_missing_files_say_what_to_do(tmp_path, target_dir):

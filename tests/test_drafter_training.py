@@ -22,12 +22,13 @@ def test_cod_sample_fractions_and_parents():
     n, k = 400, 8
     anchors, depths = cod_sample(n, k, 0.7, 0.2, g)
     kept = {d: set(anchors[depths == d].tolist()) for d in range(k)}
-    for d, frac in enumerate(cod_keep_fractions(k)):
+    for d, frac in enumerate(cod_keep_fractions(k, 0.7, 0.2)):
         assert abs(len(kept[d]) / n - frac) <= 1.0 / n + 1e-9, (d, len(kept[d]))
         if d:
             assert kept[d] <= kept[d - 1]  # only chains whose parent was kept
     assert kept[0] == set(range(n))
-    assert cod_keep_fractions(8)[-3:] == [0.2, 0.2, 0.2]
+    assert cod_keep_fractions(8, 0.7, 0.2)[-3:] == [0.2, 0.2, 0.2]
+    assert cod_keep_fractions(4, 0.5, 0.3) == [1.0, 0.5, 0.3, 0.3]  # max(r^d, r_min)
     # labels run out near the end: anchor i may only reach depth valid[i] - 1
     valid = 10 - torch.arange(10)
     a, d = cod_sample(10, 8, 1.0, 1.0, g, valid)
@@ -63,7 +64,8 @@ def test_ttt_attention_mask():
     m = ttt_attention_mask(5, 2)
     assert m.shape == (5, 15)
     assert torch.equal(m[:, :5], torch.ones(5, 5, dtype=torch.bool).tril())
-    assert torch.equal(m[:, 5:10], torch.eye(5, dtype=torch.bool)) and torch.equal(m[:, 10:], torch.eye(5, dtype=torch.bool))
+    eye = torch.eye(5, dtype=torch.bool)
+    assert torch.equal(m[:, 5:10], eye) and torch.equal(m[:, 10:], eye)
     assert ttt_attention_mask(4, 0).shape == (4, 4)
 
 
@@ -223,7 +225,7 @@ def test_target_teacher_matches_a_plain_forward(smoke_target):
 
 def test_eagle3_ttt_loss_decreases():
     """A few optimiser steps on one fixed batch: the TTT loss must drop (the gradient reaches the head)."""
-    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
     from peagle_nb.training.eagle3 import ttt_loss
 
     head = _head("eagle3", 1).float().train()
@@ -244,7 +246,7 @@ def test_eagle3_ttt_loss_decreases():
 
 
 def test_peagle_cod_loss_trains_mask_parameters():
-    from peagle_nb.training.drafter_train import DrafterTrainConfig
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
     from peagle_nb.training.peagle import cod_loss
 
     head = _head("peagle", 2).float().train()
@@ -266,7 +268,8 @@ def test_committed_head_acceptance_matches_naive_loop(name):
     from peagle_nb import paths
     from peagle_nb.models.target import load_target, target_features
     from peagle_nb.training.drafter_data import generate
-    from peagle_nb.training.drafter_eval import naive_greedy_decode, read_prompt_ids
+    from peagle_nb.training.drafter_eval import read_prompt_ids
+    from tests.naive_decoding import naive_greedy_decode
 
     target, tok = load_target()
     head = load_head(paths.models_dir() / name)

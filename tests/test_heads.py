@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from peagle_nb import checkpoint, paths
+from peagle_nb.head_io import config_from_json, config_to_json
 from peagle_nb.models.heads import (DraftHead, DraftHeadConfig, DraftKVCache, export_head, head_tensors,
                                     load_head)
 
@@ -100,11 +101,11 @@ def test_draft_vocab_mapping():
 
 def test_config_round_trip_and_errors():
     cfg = small_config("peagle", 4)
-    vcfg = cfg.to_vllm_config()
+    vcfg = config_to_json(cfg)
     assert vcfg["architectures"] == ["LlamaForCausalLMEagle3"] and vcfg["mask_token_id"] == 2
     assert vcfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 3, 4]
-    back = DraftHeadConfig.from_vllm_config(json.loads(json.dumps(vcfg)))
-    assert back.to_vllm_config() == vcfg and back.kind == "peagle" and back.trained_k == 8
+    back = config_from_json(json.loads(json.dumps(vcfg)))
+    assert back == cfg and config_to_json(back) == vcfg
     with pytest.raises(ValueError, match="mask_token_id"):
         DraftHeadConfig(kind="peagle")
     with pytest.raises(ValueError, match="kind"):
@@ -112,6 +113,12 @@ def test_config_round_trip_and_errors():
     head = make_head("eagle3", 1)
     with pytest.raises(ValueError, match="another target"):
         head.project(torch.zeros(1, 2, 10, dtype=torch.double))
+
+
+def test_exported_peagle_config_names_the_mask_id_every_way_vllm_reads_it(tmp_path):
+    export_head(make_head("peagle", 2), tmp_path / "h")
+    cfg = checkpoint.read_config(tmp_path / "h")
+    assert cfg["mask_token_id"] == cfg["pard_token"] == cfg["ptd_token_id"] == 2
 
 
 @pytest.mark.parametrize("kind,layers", [("eagle3", 1), ("peagle", 3)])
@@ -123,7 +130,7 @@ def test_export_round_trip(tmp_path, kind, layers):
     assert set(tensors) == set(checkpoint.expected_tensor_shapes(cfg)) | {"embed_tokens.weight"}
     assert "midlayer.hidden_norm.weight" in tensors and "layers.0.self_attn.q_proj.weight" not in tensors
     loaded = load_head(tmp_path / "h", dtype=torch.double)
-    assert loaded.config.to_vllm_config() == head.config.to_vllm_config()
+    assert loaded.config == head.config
     ref = {k: v.double() if v.is_floating_point() else v for k, v in head_tensors(head).items()}
     assert all(torch.equal(ref[k], v) for k, v in head_tensors(loaded, torch.double).items())
     ids, hidden, pos = inputs(loaded)

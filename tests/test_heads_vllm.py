@@ -42,37 +42,77 @@ def predicted_acceptance(target, head, prompts, k, max_tokens):
     return outputs, steps, accepted
 
 
-def test_committed_heads_run_in_vllm_lossless_and_as_predicted():
+def run_in_vllm(head_dir, k: int, parallel: bool, prompts: list[list[int]]):
+    """(greedy outputs, {metric name: value}) of the tiny target with ``head_dir`` in vLLM's in-process engine."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     from vllm import LLM, SamplingParams
 
-    from peagle_nb.models.heads import load_head
+    spec = {"method": "eagle3", "model": str(head_dir), "num_speculative_tokens": k}
+    if parallel:
+        spec["parallel_drafting"] = True
+    llm = LLM(model=str(paths.models_dir() / "tiny-target"), speculative_config=spec,
+              distributed_executor_backend="uni", enforce_eager=True, dtype="float32", max_model_len=512, seed=0,
+              disable_log_stats=False)
+    sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True)
+    try:
+        outs = llm.generate([{"prompt_token_ids": p} for p in prompts], sp, use_tqdm=False)
+        got = [list(o.outputs[0].token_ids) for o in outs]
+        metrics = {m.name: getattr(m, "value", None) for m in llm.get_metrics()}
+    finally:
+        llm.llm_engine.engine_core.shutdown()
+        del llm
+    return got, metrics
+
+
+@pytest.fixture(scope="module")
+def target_and_prompts():
     from peagle_nb.models.target import load_target
     from peagle_nb.training.drafter_eval import read_prompt_ids
 
-    models = paths.models_dir()
     target, tok = load_target()
     prompts = [p.tolist() for p in read_prompt_ids(tok, paths.prompts_dir() / "code.jsonl", 1)]
     prompts += [p.tolist() for p in read_prompt_ids(tok, paths.prompts_dir() / "prose.jsonl", 1)]
-    sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, ignore_eos=True)
+    return target, prompts
+
+
+def assert_runs_as_predicted(name: str, head_dir, k: int, parallel: bool, target, prompts):
+    from peagle_nb.models.heads import load_head
+
+    got, metrics = run_in_vllm(head_dir, k, parallel, prompts)
+    ref, steps, accepted = predicted_acceptance(target, load_head(head_dir), prompts, k, MAX_TOKENS)
+    assert got == ref, f"{name}: vLLM speculative output differs from greedy"
+    drafts, acc = metrics["vllm:spec_decode_num_drafts"], metrics["vllm:spec_decode_num_accepted_tokens"]
+    assert accepted > 0, f"{name}: a trained head should get drafts accepted"
+    # vLLM and this suite run the same head: the same drafts get accepted (allow one near-tie flip)
+    print(f"{name}: vLLM drafts {drafts} accepted {acc}; suite predicts {steps} / {accepted}")
+    assert abs(acc - accepted) <= max(2, 0.05 * accepted), (name, acc, accepted, drafts, steps)
+    assert abs(drafts - steps) <= max(1, 0.05 * steps), (name, drafts, steps)
+
+
+def test_committed_heads_run_in_vllm_lossless_and_as_predicted(target_and_prompts):
+    target, prompts = target_and_prompts
     for name, k, parallel in (("tiny-eagle3", 3, False), ("tiny-peagle", 7, True)):
-        spec = {"method": "eagle3", "model": str(models / name), "num_speculative_tokens": k}
-        if parallel:
-            spec["parallel_drafting"] = True
-        llm = LLM(model=str(models / "tiny-target"), speculative_config=spec, distributed_executor_backend="uni",
-                  enforce_eager=True, dtype="float32", max_model_len=512, seed=0, disable_log_stats=False)
-        try:
-            outs = llm.generate([{"prompt_token_ids": p} for p in prompts], sp, use_tqdm=False)
-            got = [list(o.outputs[0].token_ids) for o in outs]
-            metrics = {m.name: getattr(m, "value", None) for m in llm.get_metrics()}
-        finally:
-            llm.llm_engine.engine_core.shutdown()
-            del llm
-        ref, steps, accepted = predicted_acceptance(target, load_head(models / name), prompts, k, MAX_TOKENS)
-        assert got == ref, f"{name}: vLLM speculative output differs from greedy"
-        drafts, acc = metrics["vllm:spec_decode_num_drafts"], metrics["vllm:spec_decode_num_accepted_tokens"]
-        assert accepted > 0, f"{name}: a trained head should get drafts accepted"
-        # vLLM and this suite run the same head: the same drafts get accepted (allow one near-tie flip)
-        print(f"{name}: vLLM drafts {drafts} accepted {acc}; suite predicts {steps} / {accepted}")
-        assert abs(acc - accepted) <= max(2, 0.05 * accepted), (name, acc, accepted, drafts, steps)
-        assert abs(drafts - steps) <= max(1, 0.05 * steps), (name, drafts, steps)
+        assert_runs_as_predicted(name, paths.models_dir() / name, k, parallel, target, prompts)
+
+
+@pytest.mark.parametrize("kept", ["pard_token", "ptd_token_id"])
+def test_peagle_head_runs_when_vllm_reads_only_an_older_mask_id_name(target_and_prompts, tmp_path, kept):
+    """Some vLLM releases of the supported range look the mask id up only as ``pard_token`` / ``ptd_token_id``.
+    The suite writes all three names; a copy of the shipped head that keeps only ``kept`` (what such a release
+    finds) loads and drafts in parallel exactly as the full head does."""
+    import json
+    import shutil
+
+    from peagle_nb import checkpoint
+
+    shipped = paths.models_dir() / "tiny-peagle"
+    cfg = checkpoint.read_config(shipped)
+    assert {key: cfg[key] for key in checkpoint.MASK_ID_KEYS} == dict.fromkeys(checkpoint.MASK_ID_KEYS, 2)
+    head = tmp_path / "tiny-peagle"
+    shutil.copytree(shipped, head, ignore=shutil.ignore_patterns("checksums.json"))  # an edited folder
+    for key in checkpoint.MASK_ID_KEYS:
+        if key != kept:
+            del cfg[key]
+    (head / "config.json").write_text(json.dumps(cfg, indent=2))
+    target, prompts = target_and_prompts
+    assert_runs_as_predicted(f"tiny-peagle ({kept} only)", head, 7, True, target, prompts)

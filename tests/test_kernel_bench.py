@@ -1,6 +1,5 @@
 """The kernel benchmark driver: a CPU dry run under the interpreter, and the summary of the recorded H200 file."""
 
-import json
 import os
 import subprocess
 import sys
@@ -30,8 +29,8 @@ def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     assert ("draft_inputs", "triton_positions") in variants  # the input builder without seq_lens, same run
     assert ("draft_inputs", "triton_loop") in variants  # ... and without max_query_len (looping programs)
     assert {r["batch_size"] for r in doc["runs"] if r.get("variant") == "triton"} == {1, 3}
-    assert s["draft_inputs.max_over_floor_upto_256"] > 0 and s["draft_inputs_positions.max_over_floor_upto_256"] > 0
-    assert "launch_floor_us" in proc.stdout or "launch_floor" in json.dumps(doc)
+    assert {"draft_inputs.max_over_floor_upto_256", "draft_inputs_positions.max_over_floor_upto_256"} <= set(s)
+    assert any(r["variant"] == "launch_floor" for r in doc["runs"])  # the floor every ratio divides by
     # --repeat-into: a second run's headline figures join the first file; its runs do not
     proc = subprocess.run([sys.executable, "-m", "peagle_nb.kernel_bench", "--smoke", "--repeat-into", str(out),
                            "--batch-sizes", "1", "--ks", "2"], cwd=repo_root, env=env, capture_output=True,
@@ -100,7 +99,7 @@ def test_cpu_dry_run_without_interpreter_says_how(repo_root):
     assert proc.returncode != 0 and "TRITON_INTERPRET=1" in proc.stderr
 
 
-def test_recorded_h200_results_meet_the_issue_goals():
+def test_recorded_h200_results_meet_the_kernel_goals():
     path = paths.results_dir() / "kernels_h200.json"
     if not path.exists():
         pytest.skip("no recorded H200 results")
@@ -113,12 +112,14 @@ def test_recorded_h200_results_meet_the_issue_goals():
     ks = {r["k"] for r in doc["runs"] if r.get("variant") == "triton"}
     bs = {r["batch_size"] for r in doc["runs"] if r.get("variant") == "triton"}
     assert ks == {3, 7, 10} and min(bs) == 1 and max(bs) == 512
-    assert s["hidden_expand.triton.fraction_of_copy.min_large"] >= 0.70  # the issue's aim at large sizes
+    assert s["hidden_expand.triton.fraction_of_copy.min_large"] >= 0.70  # the aim at large sizes: 70 % of a copy
     assert s["draft_inputs.speedup_vs_eager.median"] > 10
-    # The issue's goal for kernel 3, in both runs (one request per thread: no cross-lane reduction).
+    # Verification within 2x of an empty launch up to batch 256, in both runs (one request per thread: no
+    # cross-lane reduction).
     assert s["greedy_verify.max_over_floor_upto_256"] < 2.0
     assert doc["repeat"]["summary"]["greedy_verify.max_over_floor_upto_256"] < 2.0
-    assert s["greedy_verify.tile"] in GREEDY_VERIFY_TILES and s["draft_inputs.tile"] in {t for t, _ in DRAFT_INPUTS_SHAPES}
+    assert s["greedy_verify.tile"] in GREEDY_VERIFY_TILES
+    assert s["draft_inputs.tile"] in {t for t, _ in DRAFT_INPUTS_SHAPES}
     sweeps = {r["kernel"] for r in doc["runs"] if r.get("variant") == "tile_sweep"}
     assert sweeps == {"greedy_verify", "draft_inputs"}  # both launch shapes were chosen on this device
     # The input builder's two cuts each pay in the same run: seq_lens (one dependent load fewer) and one pass

@@ -19,7 +19,6 @@ LAYERS = [
     ("peagle_nb.notebook", 4),
     ("peagle_nb.viz", 4),
     ("peagle_nb.widgets", 4),
-    ("peagle_nb.dashboard", 4),
     ("peagle_nb.serving", 3),
     ("peagle_nb.bench", 3),
     ("peagle_nb.sagemaker", 3),
@@ -44,16 +43,17 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def imports_of(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every module ``source`` (the text of ``module``) imports, relative imports resolved."""
+    tree = ast.parse(source)
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative import: resolve against the package
-                base = module.split(".")[: -node.level] if not path.name == "__init__.py" else module.split(".")[
-                    : len(module.split(".")) - node.level + 1]
+                parts = module.split(".")
+                base = parts[: len(parts) - node.level + 1] if is_package else parts[: -node.level]
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
@@ -62,13 +62,17 @@ def imports_of(path: Path, module: str) -> set[str]:
     return out
 
 
-def violations() -> list[str]:
-    found = []
+def repository_modules() -> list[tuple[str, str, bool]]:
+    """(module name, source, is a package) of every module in peagle_nb/ and kernels/."""
     files = list((REPO / "peagle_nb").rglob("*.py")) + list((REPO / "kernels").rglob("*.py"))
-    for path in files:
-        mod = module_name(path)
+    return [(module_name(p), p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in files]
+
+
+def violations(modules: list[tuple[str, str, bool]]) -> list[str]:
+    found = []
+    for mod, source, is_package in modules:
         own = layer_of(mod)
-        for imp in imports_of(path, mod):
+        for imp in imports_of(source, mod, is_package):
             if mod.startswith("peagle_kernels") and imp.startswith("peagle_nb"):
                 found.append(f"{mod} imports {imp}: kernels must not depend on peagle_nb")
                 continue
@@ -79,13 +83,25 @@ def violations() -> list[str]:
 
 
 def test_dependencies_point_upwards():
-    assert violations() == []
+    assert violations(repository_modules()) == []
 
 
-def test_checker_catches_a_planted_violation(tmp_path, monkeypatch):
-    bad = REPO / "peagle_nb" / "_planted_violation_test.py"
-    bad.write_text("from peagle_nb.cli import main\n")
-    try:
-        assert any("_planted_violation_test" in v for v in violations())
-    finally:
-        bad.unlink()
+def test_checker_catches_planted_violations():
+    """Modules that exist only in memory: a core module importing the CLI, a kernel importing the package, and a
+    relative import that resolves to an integration."""
+    planted = [("peagle_nb._planted_core", "from peagle_nb.cli import main\n", False),
+               ("peagle_kernels._planted", "import peagle_nb.paths\n", False),
+               ("peagle_nb.engine._planted", "from ..serving import server\n", False)]
+    found = violations(planted)
+    assert any("peagle_nb._planted_core (layer 2) imports peagle_nb.cli" in v for v in found)
+    assert any("peagle_kernels._planted imports peagle_nb.paths" in v for v in found)
+    assert any("peagle_nb.engine._planted (layer 2) imports peagle_nb.serving" in v for v in found)
+    assert violations([("peagle_nb.cli._planted", "from peagle_nb.engine import SpecDecoder\n", False)]) == []
+
+
+def test_every_listed_layer_exists():
+    """A prefix in LAYERS that names no module would silently never match."""
+    for prefix, _ in LAYERS:
+        top, *rest = prefix.split(".")
+        path = REPO.joinpath("kernels" if top == "peagle_kernels" else top, *rest)
+        assert path.is_dir() or path.with_suffix(".py").is_file(), f"LAYERS names {prefix}, which does not exist"

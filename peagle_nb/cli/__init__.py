@@ -18,11 +18,14 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("check-notebooks", "peagle_nb.cli.check_notebooks_cmd", "hygiene gates for committed notebooks"),
     ("sagemaker", "peagle_nb.cli.sagemaker_cmd", "SageMaker AI: plan / local / deploy / invoke / cleanup --tag"),
     ("eval", "peagle_nb.cli.eval_cmd", "measure none / EAGLE-3 / P-EAGLE decoding on a prompt file (--json, --sweep)"),
-    ("serve", "peagle_nb.cli.serve_cmd", "a vLLM OpenAI-compatible server for a preset (tiny or public P-EAGLE/EAGLE-3 heads)"),
+    ("serve", "peagle_nb.cli.serve_cmd",
+     "a vLLM OpenAI-compatible server for a preset (tiny or public P-EAGLE/EAGLE-3 heads)"),
     ("bench", "peagle_nb.cli.bench_cmd", "benchmark an OpenAI-compatible endpoint: TTFT, TPOT, tok/s, acceptance"),
-    ("kernels-bench", "peagle_nb.cli.kernels_bench_cmd", "verify and benchmark the Triton drafting kernels (GPU; CPU: interpreter dry run)"),
+    ("kernels-bench", "peagle_nb.cli.kernels_bench_cmd",
+     "verify and benchmark the Triton drafting kernels (GPU; CPU: interpreter dry run)"),
     ("train", "peagle_nb.cli.train_cmd", "train the tiny target, EAGLE-3 and P-EAGLE models (--smoke: CPU, < 1 min)"),
-    ("advise", "peagle_nb.cli.advise_cmd", "best-K advisor: which drafter and K per concurrency, from data/results/ (notebook 07)"),
+    ("advise", "peagle_nb.cli.advise_cmd",
+     "best-K advisor: which drafter and K per concurrency, from data/results/ (notebook 07)"),
 ]
 
 
@@ -43,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from peagle_nb import runtime_env
+    from peagle_nb.cli import errors
 
     runtime_env.apply_defaults()
     args = build_parser().parse_args(argv)
@@ -51,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:
+        if isinstance(exc.code, str):  # a command's own "stop here, because ..."
+            return errors.report(args.command, exc.code)
+        raise
+    except errors.USER_ERRORS as exc:
+        return errors.report(args.command, str(exc))
 
 
 if __name__ == "__main__":

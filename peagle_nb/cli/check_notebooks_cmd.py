@@ -14,6 +14,10 @@ def run(args) -> int:
     from peagle_nb.notebook.hygiene import check_notebook, check_series
 
     targets = [Path(p) for p in args.paths] or sorted(paths.notebooks_dir().glob("*.ipynb"))
+    missing = [str(t) for t in targets if not t.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no notebook at {', '.join(missing)}. Fix: pass .ipynb files (e.g. "
+                                f"notebooks/01_speculative_decoding_basics.ipynb), or nothing to check the series.")
     problems = [p for t in targets for p in check_notebook(t)]
     if not args.paths:
         problems += check_series(paths.notebooks_dir(), paths.repo_root() / "README.md")

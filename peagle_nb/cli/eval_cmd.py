@@ -9,11 +9,13 @@ from pathlib import Path
 
 
 def add_arguments(p) -> None:
+    from peagle_nb.cli.errors import positive_int
+
     p.add_argument("--method", choices=["none", "eagle3", "peagle"], default="peagle")
-    p.add_argument("--k", type=int, default=7, help="drafts per step (ignored for --method none)")
+    p.add_argument("--k", type=positive_int, default=7, help="drafts per step (ignored for --method none)")
     p.add_argument("--prompts", action="append", required=True,
                    help="JSONL prompt file (data/prompts/prose.jsonl); repeat for several sets with --sweep")
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--max-new-tokens", type=positive_int, default=64)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--limit", type=int, default=None, help="use only the first N prompts of each file")
     p.add_argument("--seed", type=int, default=0)

@@ -25,6 +25,8 @@ def run(args) -> int:
 
     if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
         return kernel_bench.run(args)
+    if args.repeat_into is not None:  # checked here too: the child below would report it after its own start-up
+        kernel_bench.check_repeat_target(args.repeat_into)
     argv = [sys.executable, "-m", "peagle_nb.kernel_bench"]
     if args.out is not None:
         argv += ["--out", str(args.out)]

@@ -11,11 +11,12 @@ import time
 
 
 def add_arguments(p) -> None:
+    from peagle_nb.cli.errors import positive_int
     from peagle_nb.serving.presets import PRESETS
 
     p.add_argument("--preset", required=True, choices=sorted(PRESETS), help="target + head + K + engine flags")
-    p.add_argument("--k", type=int, default=None, help="num_speculative_tokens (default: the preset's)")
-    p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--k", type=positive_int, default=None, help="num_speculative_tokens (default: the preset's)")
+    p.add_argument("--port", type=positive_int, default=None, help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--startup-timeout", type=float, default=600)
     p.add_argument("--log", default=None, help="server log file (default: a temp file)")
@@ -26,14 +27,15 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from peagle_nb.serving.config import server_args
     from peagle_nb.serving.presets import get_preset, local_models_ready
-    from peagle_nb.serving.server import ManagedVllmServer
+    from peagle_nb.serving.server import ManagedVllmServer, check_port_free
 
     preset = get_preset(args.preset)
     if preset.local and not local_models_ready(preset) and not args.dry_run:
-        print(f"error: {preset.name} needs {preset.target_path()} and {preset.head_path()}; train them with "
-              f"`peagle-nb train` (see README 'Data and the tiny target')", file=sys.stderr)
-        return 2
-    vargs = server_args(preset, k=args.k, extra=args.extra)
+        raise FileNotFoundError(f"{preset.name} needs {preset.target_path()} and {preset.head_path()}. Fix: train "
+                                f"them with `peagle-nb train` (see README 'Data and the tiny target').")
+    vargs = server_args(preset, k=args.k, extra=args.extra)  # checks the head against the target, and K
+    if args.port is not None and not args.dry_run:
+        check_port_free(args.host, args.port)
     srv = ManagedVllmServer(vargs, host=args.host, port=args.port, startup_timeout_s=args.startup_timeout,
                             log_path=args.log)
     print("command:", shlex.join(srv.command))

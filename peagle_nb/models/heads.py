@@ -21,12 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from peagle_nb.head_io import export_head, head_from_tensors, head_tensors, load_head  # the on-disk format
+
 KINDS = ("eagle3", "peagle")
 
 
 @dataclass
 class DraftHeadConfig:
-    """Everything a head's shapes depend on; ``to_vllm_config()`` is its ``config.json``."""
+    """Everything a head's shapes depend on (``peagle_nb.head_io.config_to_json`` writes its ``config.json``)."""
 
     kind: str = "eagle3"  # "eagle3" | "peagle"
     hidden_size: int = 256
@@ -68,78 +70,6 @@ class DraftHeadConfig:
     @property
     def fc_input_size(self) -> int:
         return self.target_hidden_size * len(self.aux_layer_ids)
-
-    def to_vllm_config(self) -> dict:
-        """The head's ``config.json`` as vLLM's ``LlamaForCausalLMEagle3`` reads it."""
-        cfg = {
-            **self.extra,
-            "architectures": ["LlamaForCausalLMEagle3"],
-            "model_type": "llama",
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "num_key_value_heads": self.num_key_value_heads,
-            "head_dim": self.head_dim,
-            "hidden_act": "silu",
-            "attention_bias": False,
-            "mlp_bias": False,
-            "tie_word_embeddings": False,
-            "rms_norm_eps": self.rms_norm_eps,
-            "rope_theta": self.rope_theta,
-            "rope_parameters": {"rope_type": "default", "rope_theta": self.rope_theta},
-            "max_position_embeddings": self.max_position_embeddings,
-            "vocab_size": self.vocab_size,
-            "draft_vocab_size": self.draft_vocab_size,
-            "target_hidden_size": self.target_hidden_size,
-            "eagle_config": {"use_aux_hidden_state": True,
-                             "eagle_aux_hidden_state_layer_ids": list(self.aux_layer_ids)},
-            "peagle_nb_kind": self.kind,
-        }
-        if self.kind == "peagle":
-            cfg["mask_token_id"] = int(self.mask_token_id)
-            if self.trained_k is not None:
-                cfg["peagle_trained_k"] = int(self.trained_k)
-        elif self.trained_k is not None:
-            cfg["eagle3_ttt_steps"] = self.trained_k
-        return cfg
-
-    @classmethod
-    def from_vllm_config(cls, cfg: dict) -> "DraftHeadConfig":
-        """Inverse of :meth:`to_vllm_config` (also reads heads exported by other tools)."""
-        cfg = dict(cfg)
-        eagle = cfg.get("eagle_config") or {}
-        mask_id = next((cfg[k] for k in ("mask_token_id", "pard_token", "ptd_token_id") if cfg.get(k) is not None), None)
-        kind = cfg.get("peagle_nb_kind") or ("peagle" if mask_id is not None else "eagle3")
-        rope = cfg.get("rope_parameters") or {}
-        known = {"architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
-                 "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_act", "attention_bias",
-                 "mlp_bias", "tie_word_embeddings", "rms_norm_eps", "rope_theta", "rope_parameters",
-                 "max_position_embeddings", "vocab_size", "draft_vocab_size", "target_hidden_size",
-                 "eagle_config", "peagle_nb_kind", "mask_token_id", "pard_token", "ptd_token_id",
-                 "peagle_trained_k", "eagle3_ttt_steps", "torch_dtype"}
-        hidden = int(cfg["hidden_size"])
-        heads = int(cfg["num_attention_heads"])
-        if int(cfg.get("head_dim", hidden // heads)) != hidden // heads:
-            raise ValueError(f"head_dim {cfg['head_dim']} != hidden_size / num_attention_heads is not supported")
-        return cls(
-            kind=kind,
-            hidden_size=hidden,
-            intermediate_size=int(cfg["intermediate_size"]),
-            num_hidden_layers=int(cfg["num_hidden_layers"]),
-            num_attention_heads=heads,
-            num_key_value_heads=int(cfg.get("num_key_value_heads", heads)),
-            vocab_size=int(cfg["vocab_size"]),
-            draft_vocab_size=int(cfg.get("draft_vocab_size") or cfg["vocab_size"]),
-            target_hidden_size=int(cfg.get("target_hidden_size", hidden)),
-            aux_layer_ids=tuple(eagle.get("eagle_aux_hidden_state_layer_ids") or (2, 4, 5)),
-            rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-5)),
-            rope_theta=float(rope.get("rope_theta", cfg.get("rope_theta", 10000.0))),
-            max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
-            mask_token_id=int(mask_id) if kind == "peagle" else None,
-            trained_k=cfg.get("peagle_trained_k") if kind == "peagle" else cfg.get("eagle3_ttt_steps"),
-            extra={k: v for k, v in cfg.items() if k not in known},
-        )
 
     def replace(self, **changes) -> "DraftHeadConfig":
         return dataclasses.replace(self, **changes)
@@ -249,16 +179,31 @@ class MLP(nn.Module):
 class DecoderLayer(nn.Module):
     """Llama decoder layer; ``fused=True`` is EAGLE-3's layer 0 (2H attention input + ``hidden_norm``)."""
 
-    def __init__(self, cfg: DraftHeadConfig, fused: bool):
+    def __init__(self, cfg: DraftHeadConfig, layer_idx: int):
         super().__init__()
-        self.fused = fused
+        self.layer_idx = layer_idx  # its slot in the KV cache
+        self.fused = layer_idx == 0
         h = cfg.hidden_size
         self.input_layernorm = RMSNorm(h, cfg.rms_norm_eps)
-        if fused:
+        if self.fused:
             self.hidden_norm = RMSNorm(h, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg, 2 * h if fused else h)
+        self.self_attn = Attention(cfg, 2 * h if self.fused else h)
         self.post_attention_layernorm = RMSNorm(h, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None, emb: torch.Tensor, cos, sin,
+                cache: DraftKVCache | None, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x, residual)`` -> this layer's ``(mlp output, residual)``, vLLM's residual convention (the sum
+        ``x + residual`` is taken by the next layer or the final norm). The fused layer gets the projected
+        target hidden state as ``x`` (``residual`` None) and the token embeddings ``emb``."""
+        if self.fused:  # vLLM: cat(input_layernorm(embeds), hidden_norm(hidden)); residual = hidden
+            residual = x
+            attn_in = torch.cat([self.input_layernorm(emb), self.hidden_norm(x)], dim=-1)
+        else:  # vLLM's fused add + norm
+            residual = x + residual
+            attn_in = self.input_layernorm(residual)
+        residual = self.self_attn(attn_in, cos, sin, self.layer_idx, cache, mask) + residual
+        return self.mlp(self.post_attention_layernorm(residual)), residual
 
 
 class DraftHead(nn.Module):
@@ -276,7 +221,7 @@ class DraftHead(nn.Module):
         h = config.hidden_size
         self.embed_tokens = nn.Embedding(config.vocab_size, h)
         self.fc = nn.Linear(config.fc_input_size, h, bias=False)
-        self.layers = nn.ModuleList([DecoderLayer(config, fused=(i == 0)) for i in range(config.num_hidden_layers)])
+        self.layers = nn.ModuleList([DecoderLayer(config, i) for i in range(config.num_hidden_layers)])
         self.norm = RMSNorm(h, config.rms_norm_eps)
         self.lm_head = nn.Linear(h, config.draft_vocab_size, bias=False)
         # Identity-prefix draft vocabulary until set_draft_vocab() picks one from token counts.
@@ -371,16 +316,9 @@ class DraftHead(nn.Module):
         cos, sin = rotary_cos_sin(position_ids, self.config.head_dim, self.config.rope_theta, hidden.dtype)
 
         emb = self.embed_tokens(input_ids)
-        x = residual = None
-        for i, layer in enumerate(self.layers):
-            if layer.fused:  # vLLM: cat(input_layernorm(embeds), hidden_norm(hidden)); residual = hidden
-                residual = hidden
-                a_in = torch.cat([layer.input_layernorm(emb), layer.hidden_norm(hidden)], dim=-1)
-            else:  # vLLM's fused add + norm
-                residual = x + residual
-                a_in = layer.input_layernorm(residual)
-            residual = layer.self_attn(a_in, cos, sin, i, cache, mask) + residual
-            x = layer.mlp(layer.post_attention_layernorm(residual))
+        x, residual = hidden, None
+        for layer in self.layers:
+            x, residual = layer(x, residual, emb, cos, sin, cache, mask)
         prenorm = x + residual
         return self.lm_head(self.norm(prenorm)), prenorm
 
@@ -410,13 +348,11 @@ def drafter_layer_ids(target_config) -> tuple[int, int, int]:
 
 
 def config_for_target(target_config, kind: str, num_layers: int | None = None, draft_vocab_size: int = 2048,
-                      mask_token_id: int | None = None, aux_layer_ids=None, num_key_value_heads=None,
-                      trained_k: int | None = None, intermediate_size: int | None = None) -> DraftHeadConfig:
+                      mask_token_id: int | None = None, trained_k: int | None = None,
+                      intermediate_size: int | None = None) -> DraftHeadConfig:
     """A head config sized like ``target_config`` (an HF ``LlamaConfig``); ``intermediate_size`` overrides
     the MLP width (the hidden size must stay the target's: the head reads and shares its embeddings)."""
     tc = target_config
-    if aux_layer_ids is None:
-        aux_layer_ids = drafter_layer_ids(tc)
     rope = getattr(tc, "rope_parameters", None) or {}
     theta = rope.get("rope_theta", getattr(tc, "rope_theta", 10000.0)) if isinstance(rope, dict) else 10000.0
     return DraftHeadConfig(
@@ -425,11 +361,11 @@ def config_for_target(target_config, kind: str, num_layers: int | None = None, d
         intermediate_size=intermediate_size or tc.intermediate_size,
         num_hidden_layers=num_layers or (1 if kind == "eagle3" else 4),
         num_attention_heads=tc.num_attention_heads,
-        num_key_value_heads=num_key_value_heads or tc.num_key_value_heads,
+        num_key_value_heads=tc.num_key_value_heads,
         vocab_size=tc.vocab_size,
         draft_vocab_size=min(draft_vocab_size, tc.vocab_size),
         target_hidden_size=tc.hidden_size,
-        aux_layer_ids=tuple(aux_layer_ids),
+        aux_layer_ids=drafter_layer_ids(tc),
         rms_norm_eps=tc.rms_norm_eps,
         rope_theta=float(theta),
         max_position_embeddings=tc.max_position_embeddings,
@@ -438,73 +374,10 @@ def config_for_target(target_config, kind: str, num_layers: int | None = None, d
     )
 
 
-# ---- checkpoint names: our module tree <-> vLLM's head layout ------------------------------------------
-def _to_ckpt_name(name: str) -> str:
-    return "midlayer." + name[len("layers.0."):] if name.startswith("layers.0.") else name
-
-
-def _from_ckpt_name(name: str) -> str:
-    return "layers.0." + name[len("midlayer."):] if name.startswith("midlayer.") else name
-
-
-def head_tensors(head: DraftHead, dtype: torch.dtype = torch.bfloat16) -> dict[str, torch.Tensor]:
-    """The head's tensors under vLLM's names (float weights cast to ``dtype``; d2t int64, t2d bool)."""
-    out = {}
-    for name, t in head.state_dict().items():
-        t = t.detach().cpu()
-        if t.is_floating_point():
-            t = t.to(dtype)
-        out[_to_ckpt_name(name)] = t.contiguous()
-    return out
-
-
-def export_head(head: DraftHead, path, dtype: torch.dtype = torch.bfloat16, extra_files: dict | None = None):
-    """Write ``head`` in vLLM's EAGLE-3 / P-EAGLE layout (validated by ``peagle_nb.checkpoint.write_head``)."""
-    from peagle_nb import checkpoint
-
-    cfg = head.config.to_vllm_config()
-    cfg["torch_dtype"] = str(dtype).removeprefix("torch.")
-    return checkpoint.write_head(path, cfg, head_tensors(head, dtype))
-
-
-def head_from_tensors(config: dict, tensors: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32,
-                      device="cpu", target=None) -> DraftHead:
-    """Build a head from a checkpoint's ``(config, tensors)``. Absent ``d2t``/``t2d`` mean the identity
-    (full draft vocabulary); an EAGLE-3 head without ``embed_tokens`` shares the target's (pass ``target``)."""
-    cfg = DraftHeadConfig.from_vllm_config(config)
-    head = DraftHead(cfg)
-    state = {_from_ckpt_name(k): v for k, v in tensors.items()}
-    own = head.state_dict()
-    if cfg.draft_vocab_size == cfg.vocab_size:
-        state.setdefault("d2t", own["d2t"])
-        state.setdefault("t2d", own["t2d"])
-    if "embed_tokens.weight" not in state and cfg.kind == "eagle3":
-        if target is None:
-            raise ValueError("this EAGLE-3 head has no embed_tokens (it shares the target's embedding): "
-                             "pass target=<the LlamaForCausalLM> to load_head")
-        state["embed_tokens.weight"] = target.get_input_embeddings().weight.detach().cpu()
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    if missing or unexpected:
-        raise ValueError(f"head tensors do not match its config: missing {[_to_ckpt_name(m) for m in missing]}, "
-                         f"unexpected {[_to_ckpt_name(u) for u in unexpected]}")
-    head.load_state_dict({k: v.to(own[k].dtype) for k, v in state.items()})
-    return head.to(device=device, dtype=dtype).eval()
-
-
-def load_head(path, dtype: torch.dtype = torch.float32, device="cpu", target=None) -> DraftHead:
-    """Read a head folder (``peagle_nb.checkpoint.read_head`` validates names and shapes). Explained in
-    notebook 02; the exported layout in notebook 05."""
-    from peagle_nb import checkpoint
-
-    config, tensors = checkpoint.read_head(path)
-    return head_from_tensors(config, tensors, dtype=dtype, device=device, target=target)
-
-
 def count_parameters(head: DraftHead) -> int:
     return sum(p.numel() for p in head.parameters())
 
 
-__all__ = ["DraftHeadConfig", "DraftHead", "DraftKVCache", "config_for_target", "init_from_target",
-           "export_head", "load_head", "head_tensors", "head_from_tensors", "rotary_cos_sin", "KINDS",
-           "count_parameters"]
+__all__ = ["DraftHeadConfig", "DraftHead", "DraftKVCache", "RMSNorm", "config_for_target", "init_from_target",
+           "drafter_layer_ids", "export_head", "load_head", "head_tensors", "head_from_tensors", "rotary_cos_sin",
+           "KINDS", "count_parameters"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from peagle_nb import paths
+from peagle_nb import checksums, paths
 from peagle_nb.models.tokenizer import MASK_TOKEN
 
 # The shipped size: 8 layers so EAGLE-3's feature layers (2, 4, 5) are distinct; bf16 weights ~13.5 MiB.
@@ -44,10 +44,29 @@ def load_target(path: str | Path | None = None, dtype: torch.dtype = torch.float
     if not (path / "tokenizer.json").is_file():
         raise FileNotFoundError(f"{path} has no tokenizer.json: the target folder must hold its tokenizer files "
                                 f"(`peagle-nb train target` writes them).")
+    checksums.verify_folder(path)  # a shipped folder: every file as committed (a user's own folder has no manifest)
+    _check_weights_readable(path)
     model = LlamaForCausalLM.from_pretrained(path, dtype=dtype)
     model.to(device).eval()
     tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     return model, tokenizer
+
+
+def _check_weights_readable(path: Path) -> None:
+    """A truncated ``model.safetensors`` as a clear error, before transformers fails deep inside loading."""
+    from safetensors import safe_open
+
+    weights = path / "model.safetensors"
+    if not weights.is_file():
+        return  # other weight layouts (sharded, .bin) are transformers' to read
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            list(f.keys())
+    except Exception as exc:  # noqa: BLE001 - safetensors' own error type differs between releases
+        raise ValueError(f"{weights} is not a readable safetensors file ({type(exc).__name__}: {exc}); it is "
+                         f"probably truncated or not fully downloaded. Fix: restore it (`git checkout -- {weights}`, "
+                         f"or `git lfs pull` if the clone holds LFS pointers), or retrain the target "
+                         f"(`peagle-nb train target`).") from None
 
 
 def aux_layer_ids(num_layers: int) -> tuple[int, int, int]:

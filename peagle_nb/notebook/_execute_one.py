@@ -42,6 +42,6 @@ if __name__ == "__main__":
     except KeyboardInterrupt as exc:
         print(f"interrupted: {exc}", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # papermill's PapermillExecutionError names the cell; the parent reads it
+    except Exception as exc:  # noqa: BLE001 - papermill's PapermillExecutionError names the cell; the parent reads it
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(TIMEOUT_EXIT if "Timeout" in type(exc).__name__ else 1)

@@ -47,7 +47,8 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("05", "serve_peagle_in_vllm",
                  "Serve a P-EAGLE head in real vLLM: the head checkpoint, the speculative config field by field, "
                  "offline generation (lossless, one drafter pass per step), the OpenAI-compatible server, "
-                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a GPU.",
+                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a "
+                 "GPU.",
                  ("vllm",), 480),
     NotebookSpec("06", "deploy_to_sagemaker_ai",
                  "Deploy P-EAGLE to a SageMaker AI endpoint: plan, container contract, deploy/invoke/benchmark, "
@@ -57,10 +58,3 @@ SERIES: tuple[NotebookSpec, ...] = (
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",
                  (), 180),
 )
-
-
-def by_number(number: str) -> NotebookSpec:
-    for spec in SERIES:
-        if spec.number == number:
-            return spec
-    raise KeyError(f"no notebook numbered {number!r}; known: {', '.join(s.number for s in SERIES)}")

@@ -39,6 +39,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+class PortInUseError(OSError):
+    """The port asked for is taken: found before vLLM starts, instead of an ``Errno 98`` deep in its launcher."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise ``PortInUseError`` naming the port and the fix when something already listens on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no conflict
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise PortInUseError(
+                f"port {port} on {host} is already in use ({exc.strerror}): another server (an earlier "
+                f"`peagle-nb serve`?) holds it. Fix: stop that process, or pass another --port (leave --port out "
+                f"to get a free one).") from None
+
+
 def _start_reaper(pgid: int) -> subprocess.Popen | None:
     """A watchdog process that kills the server's group if we die without cleaning up (SIGKILL, a
     notebook kernel killed on a timeout): atexit and ``with`` cannot run then."""
@@ -131,6 +148,7 @@ class ManagedVllmServer:
     def start(self) -> "ManagedVllmServer":
         if self.proc is not None:
             raise RuntimeError("server already started")
+        check_port_free(self.host, self.port)  # before a minute of engine start-up, not after
         env = dict(os.environ)
         # offline.make_llm sets this for in-process engines; a server runs its engine core as a child process
         env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
@@ -145,7 +163,7 @@ class ManagedVllmServer:
         self._reaper = _start_reaper(self.proc.pid)
         try:
             self._wait_ready(t0)
-        except BaseException:  # noqa: BLE001 - including KeyboardInterrupt: never leave it running
+        except BaseException:  # including KeyboardInterrupt: never leave it running
             self.stop()
             raise
         self.startup_s = time.monotonic() - t0

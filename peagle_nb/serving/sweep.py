@@ -157,7 +157,8 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
 
     runs, reference = [], {}
     for method in ("none", *heads):
-        spec = None if method == "none" else speculative_config(heads[method], k, parallel_drafting=(method == "peagle"))
+        spec = (None if method == "none"
+                else speculative_config(heads[method], k, parallel_drafting=(method == "peagle")))
         if spec is not None:
             check_local_head(heads[method], target, k, method)
         llm = offline.make_llm(target, spec)

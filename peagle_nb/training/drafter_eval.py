@@ -6,7 +6,7 @@ Greedy verification is lossless, so the text a draft-verify loop produces is the
 continuation ``x``. A step whose verified prefix ends with the bonus token ``x[p+1]`` accepts the longest
 prefix of its K drafts that matches ``x[p+2..]`` and moves to ``p + accepted + 1``. We compute every
 anchor's drafts in one teacher-forced pass (:func:`all_anchor_drafts`) and walk that recurrence, which
-gives exactly the numbers of :func:`naive_greedy_decode`, the literal loop (tests check both agree).
+gives exactly the numbers of the literal loop (``tests/naive_decoding.py``; the tests check both agree).
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ _REFERENCES: dict = {}  # (target id, prompts, max_new) -> greedy references, sh
 
 
 @torch.no_grad()
-def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int, device=None) -> list[torch.Tensor]:
+def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int) -> list[torch.Tensor]:
     """Exact greedy continuations: one padded batch, each checked against an unpadded forward and cut at
     the first token a padding-induced near-tie flipped (rare)."""
-    device = device or next(target.parameters()).device
+    device = next(target.parameters()).device
     key = (id(target), tuple(tuple(p.tolist()) for p in prompts), max_new_tokens)
     if key in _REFERENCES:
         return _REFERENCES[key]
@@ -91,12 +91,12 @@ def greedy_references(target, prompts: list[torch.Tensor], max_new_tokens: int, 
 
 @torch.no_grad()
 def evaluate_head(target, head: DraftHead, prompts: list[torch.Tensor], max_new_tokens: int = 128,
-                  ks=range(1, 9), device=None) -> dict:
+                  ks=range(1, 9)) -> dict:
     """Greedy acceptance on ``prompts`` for each K in ``ks`` -> ``{"K": summary}`` (steps pooled over prompts)."""
-    device = device or next(target.parameters()).device
+    device = next(target.parameters()).device
     k_max = max(ks)
     per_k = {k: [] for k in ks}
-    for p, seq in zip(prompts, greedy_references(target, prompts, max_new_tokens, device)):
+    for p, seq in zip(prompts, greedy_references(target, prompts, max_new_tokens)):
         seq = seq[None].to(device)
         res = target(input_ids=seq, output_hidden_states=True)
         feats = target_features(res.hidden_states, head.aux_layer_ids).float()
@@ -106,45 +106,3 @@ def evaluate_head(target, head: DraftHead, prompts: list[torch.Tensor], max_new_
         for k in ks:
             per_k[k] += walk_steps(acc.cpu(), len(p), seq.shape[1], k)
     return {str(k): {**summarize(v, k), "prompts": len(prompts)} for k, v in per_k.items()}
-
-
-@torch.no_grad()
-def naive_greedy_decode(target, head: DraftHead, prompt: torch.Tensor, k: int, max_new_tokens: int):
-    """The literal greedy draft-verify loop, recomputing everything each step (no caches; slow, for tests).
-
-    Returns (tokens [P + n], accepted drafts per step). Steps run while ``len + K <= P + max_new_tokens``
-    (the same rule as :func:`walk_steps`); the last tokens are then filled by plain greedy decoding.
-    """
-    device = next(target.parameters()).device
-    seq = prompt.to(device)[None]
-    total = prompt.shape[0] + max_new_tokens
-    seq = torch.cat([seq, target(input_ids=seq).logits[:, -1:].argmax(-1)], dim=1)  # prefill -> bonus
-    steps = []
-    while seq.shape[1] + k <= total:
-        n = seq.shape[1]
-        res = target(input_ids=seq[:, :-1], output_hidden_states=True)
-        hidden = head.project(target_features(res.hidden_states, head.aux_layer_ids).float())  # f_0..f_{n-2}
-        ids, pos = seq[:, 1:], torch.arange(n - 1, device=device)[None]  # slot i: x[i+1], f_i
-        if head.kind == "peagle":
-            m = k - 1
-            ids = torch.cat([ids, torch.full((1, m), head.mask_token_id, device=device)], 1)
-            hidden = torch.cat([hidden, head.mask_hidden_projected().expand(1, m, -1)], 1)
-            pos = torch.arange(n - 1 + m, device=device)[None]
-            logits, _ = head(ids, hidden, pos)
-            drafts = head.draft_to_target(logits[0, n - 2:].argmax(-1))
-        else:
-            cache = head.new_cache()
-            logits, pre = head(ids, hidden, pos, cache=cache)
-            drafts = [head.draft_to_target(logits[0, -1].argmax(-1))]
-            for j in range(1, k):
-                logits, pre = head(drafts[-1].view(1, 1), pre[:, -1:], torch.tensor([[n - 2 + j]], device=device),
-                                   cache=cache)
-                drafts.append(head.draft_to_target(logits[0, -1].argmax(-1)))
-            drafts = torch.stack(drafts)
-        verify = target(input_ids=torch.cat([seq, drafts[None]], 1)).logits[0, n - 1:].argmax(-1)  # [K+1]
-        a = int((drafts == verify[:k]).long().cumprod(0).sum())
-        steps.append(a)
-        seq = torch.cat([seq, drafts[None, :a], verify[a:a + 1][None]], 1)
-    while seq.shape[1] < total:
-        seq = torch.cat([seq, target(input_ids=seq).logits[:, -1:].argmax(-1)], 1)
-    return seq[0, :total].cpu(), steps

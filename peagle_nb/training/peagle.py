@@ -15,8 +15,9 @@ import torch
 from peagle_nb.training.cod import cod_sample
 from peagle_nb.training.drafter_data import soft_ce
 from peagle_nb.training.drafter_forward import peagle_layout_forward
-from peagle_nb.training.drafter_train import DrafterTrainConfig, config_from_args, run_mode
-from peagle_nb.training.drafter_train import add_arguments as _add_arguments
+from peagle_nb.training.drafter_cli import add_arguments as _add_arguments
+from peagle_nb.training.drafter_cli import config_from_args, run_mode
+from peagle_nb.training.drafter_config import DrafterTrainConfig
 
 
 def cod_loss(head, batch: dict, cfg: DrafterTrainConfig, generator=None) -> tuple[torch.Tensor, dict]:

@@ -52,8 +52,9 @@ def draft_cost_figure(rows: Sequence[Mapping], title: str = "Drafting cost per s
         fig.add_scatter(
             x=[r["k"] for r in rs], y=[r["draft_ms"] for r in rs], mode="lines+markers",
             name=NAMES.get(method, method), line=dict(color=COLORS.get(method)),
-            error_y=dict(type="data", symmetric=False, array=[r["draft_ms_p90"] - r["draft_ms"] for r in rs],
-                         arrayminus=[r["draft_ms"] - r["draft_ms_p10"] for r in rs]) if "draft_ms_p90" in rs[0] else None)
+            error_y=(dict(type="data", symmetric=False, array=[r["draft_ms_p90"] - r["draft_ms"] for r in rs],
+                          arrayminus=[r["draft_ms"] - r["draft_ms_p10"] for r in rs])
+                     if "draft_ms_p90" in rs[0] else None))
     fig.update_yaxes(rangemode="tozero")
     return _layout(fig, title, "K (drafts per step)", "drafting ms per step")
 

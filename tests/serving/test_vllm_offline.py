@@ -60,8 +60,8 @@ def test_acceptance_length_matches_the_suite_engine(vllm_runs, tiny_models, prom
     target, tok = load_target(tiny_models.target)
     for method, head_dir, k in (("eagle3", tiny_models.eagle3, K_EAGLE3),
                                 ("peagle", tiny_models.peagle, tiny_models.peagle_k)):
-        rec = evaluate(target, tok, load_head(head_dir, target=target), method, k, prompts=prompt_ids, max_new_tokens=MAX_TOKENS,
-                       warmup=False, reference=vllm_runs["none"][1])
+        rec = evaluate(target, tok, load_head(head_dir, target=target), method, k, prompts=prompt_ids,
+                       max_new_tokens=MAX_TOKENS, warmup=False, reference=vllm_runs["none"][1])
         tau_vllm = vllm_runs[method][0]["tau"]
         assert abs(tau_vllm - rec["tau"]) <= 0.10 * rec["tau"], (method, tau_vllm, rec["tau"])
         if tiny_models.trained:

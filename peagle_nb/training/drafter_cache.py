@@ -1,0 +1,69 @@
+"""The self-distillation data of a drafter run, built once and reused: within one process (``train eagle3``
+then ``train peagle``) and across runs through ``--data-cache`` (a ``torch.save`` file keyed by every option
+the data depends on). Explained in notebook 02."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from peagle_nb.corpus import DOMAINS, load_documents
+from peagle_nb.training.drafter_config import DrafterTrainConfig
+from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, sample_prompt_ids
+from peagle_nb.training.runtime import log_line
+
+_MEMO: dict = {}  # the last data built in this process (train eagle3 then peagle in one process: built once)
+
+
+def data_key(cfg: DrafterTrainConfig, target) -> dict:
+    """Everything the data depends on: a cache built with another key is rebuilt."""
+    return {"format": "tokens-v2", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len,
+            "draft_vocab_size": cfg.draft_vocab_size, "prompt_lengths": list(cfg.prompt_lengths),
+            "greedy_fraction": cfg.greedy_fraction, "seed": cfg.seed, "vocab_size": target.config.vocab_size,
+            "hidden_size": target.config.hidden_size, "layers": target.config.num_hidden_layers,
+            "target": str(cfg.target)}
+
+
+def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, dict]:
+    """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
+    this configuration, else build (and save to ``cfg.data_cache``)."""
+    key = data_key(cfg, target)
+    if _MEMO.get("key") == key:
+        log_line("drafter data: reusing this process's data")
+        if cfg.data_cache and not Path(cfg.data_cache).is_file():
+            _save_data(cfg.data_cache, key, _MEMO["data"], _MEMO["info"])
+        return _MEMO["data"], _MEMO["info"]
+    if cfg.data_cache and Path(cfg.data_cache).is_file():
+        blob = torch.load(cfg.data_cache, map_location="cpu")
+        if blob.get("key") == key:
+            log_line(f"drafter data: reusing {cfg.data_cache}")
+            return DrafterData(**blob["data"]), blob["info"]
+        log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
+    n_half = cfg.n_sequences // 2
+    prompts = []
+    for i, domain in enumerate(DOMAINS):
+        n = n_half if i == 0 else cfg.n_sequences - n_half
+        prompts += sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, cfg.prompt_lengths,
+                                     seed=cfg.seed + i)
+    # interleave domains so greedy and sampled continuations both cover both domains
+    g = torch.Generator().manual_seed(cfg.seed)
+    prompts = [prompts[i] for i in torch.randperm(len(prompts), generator=g).tolist()]
+    t0 = time.time()
+    gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
+    data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
+                                    greedy_fraction=cfg.greedy_fraction, seed=cfg.seed, gen_batch=gen_batch,
+                                    log=log_line)
+    info["build_seconds"] = round(time.time() - t0, 1)
+    info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
+    _MEMO.clear()
+    _MEMO.update(key=key, data=data, info=info)
+    if cfg.data_cache:
+        _save_data(cfg.data_cache, key, data, info)
+    return data, info
+
+
+def _save_data(path: Path, key: dict, data: DrafterData, info: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"key": key, "info": info, "data": data.state()}, path)

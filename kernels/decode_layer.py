@@ -263,15 +263,15 @@ def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tenso
 @triton.jit
 def silu_mul_kernel(
     gu_ptr,  # [T, 2I]: gate columns 0..I-1, up columns I..2I-1
-    out_ptr,  # [T, I]
-    I, BLOCK: tl.constexpr,
+    out_ptr,  # [T, I] (I = n_inter)
+    n_inter, BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    ok = cols < I
-    g = tl.load(gu_ptr + row * 2 * I + cols, mask=ok, other=0.0).to(tl.float32)
-    u = tl.load(gu_ptr + row * 2 * I + I + cols, mask=ok, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row * I + cols, (g * tl.sigmoid(g) * u).to(out_ptr.dtype.element_ty), mask=ok)
+    ok = cols < n_inter
+    g = tl.load(gu_ptr + row * 2 * n_inter + cols, mask=ok, other=0.0).to(tl.float32)
+    u = tl.load(gu_ptr + row * 2 * n_inter + n_inter + cols, mask=ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n_inter + cols, (g * tl.sigmoid(g) * u).to(out_ptr.dtype.element_ty), mask=ok)
 
 
 def reference_silu_mul(gate_up):
@@ -432,7 +432,7 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
 
 
 def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ: int = 4, D: int = 64,
-                           I: int = 640, device="cuda", reps: int = 30) -> list[dict]:
+                           inter: int = 640, device="cuda", reps: int = 30) -> list[dict]:
     """Each fused op vs its reference as eager PyTorch ops, device and host time per call."""
     on_gpu = torch.device(device).type == "cuda"
     out = []
@@ -441,7 +441,7 @@ def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ
         c["positions"] = torch.arange(context, context + T, device=device)
         c["slots"] = c["positions"].clone()
         cos, sin = rope_tables(1024, D, 10000.0, device)
-        gu = torch.randn(T, 2 * I, device=device)
+        gu = torch.randn(T, 2 * inter, device=device)
         q = torch.randn(T, HQ, D, device=device)
         ops = {
             "add_rms_norm": (lambda: add_rms_norm(c["x"], c["residual"], c["weight"], 1e-5),

@@ -113,7 +113,6 @@ def phases(decoders: dict, prompt_ids: list[int]) -> list[dict]:
 def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
         budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
         equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True) -> dict:
-    import torch
 
     from peagle_nb.engine.evaluate import make_decoder, sweep_to_results
     from peagle_nb.results import write_results

@@ -226,8 +226,8 @@ class LeanDecoder:
             raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {self.vocab})")
         need = prompt.numel() + max_new_tokens + 2 * self.k + 1
         if need > self.capacity:
-            raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting slots "
-                             f"need {need} positions, more than the model's {self.capacity} "
+            raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting "
+                             f"slots need {need} positions, more than the model's {self.capacity} "
                              "(max_position_embeddings): shorten the prompt or generate fewer tokens")
         return prompt.to(self.device)
 
@@ -253,7 +253,8 @@ class LeanDecoder:
         t0 = time.perf_counter()
         n = prompt.numel()
         positions = torch.arange(n, device=self.device)
-        logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids, logits_rows=slice(-1, None))
+        logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
+                                        logits_rows=slice(-1, None))
         logits = logits[-1].float()
         first = logits.argmax() if greedy else sample(probs_from_logits(logits, temperature), gen)
         if self.method != "none":

@@ -105,8 +105,8 @@ class LeanTarget(_Stack):
     def __init__(self, model):
         cfg = model.config
         m = model.model
-        layers = [_layer_weights(l.self_attn, l.mlp, l.input_layernorm.weight, l.post_attention_layernorm.weight)
-                  for l in m.layers]
+        layers = [_layer_weights(layer.self_attn, layer.mlp, layer.input_layernorm.weight,
+                                 layer.post_attention_layernorm.weight) for layer in m.layers]
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         rope = getattr(cfg, "rope_parameters", None) or {}
         theta = float(rope.get("rope_theta", getattr(cfg, "rope_theta", 10000.0)))
@@ -141,10 +141,10 @@ class LeanHead(_Stack):
     def __init__(self, head):
         cfg = head.config
         layers = []
-        for i, l in enumerate(head.layers):
-            layers.append(_layer_weights(l.self_attn, l.mlp, l.input_layernorm.weight,
-                                         l.post_attention_layernorm.weight,
-                                         l.hidden_norm.weight if i == 0 else None))
+        for i, layer in enumerate(head.layers):
+            layers.append(_layer_weights(layer.self_attn, layer.mlp, layer.input_layernorm.weight,
+                                         layer.post_attention_layernorm.weight,
+                                         layer.hidden_norm.weight if i == 0 else None))
         device = head.fc.weight.device
         super().__init__(layers, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.rms_norm_eps,
                          cfg.rope_theta, cfg.max_position_embeddings, device)

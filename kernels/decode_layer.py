@@ -431,10 +431,19 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
     return out
 
 
+# The products of one step of the suite's models: (name, K, N, prologue). lm_head: the target's 4096-token vocabulary.
+PRODUCTS = (("qkv", 256, 768, "norm"), ("o", 256, 256, "residual"), ("gate_up", 256, 1280, "norm"),
+            ("down", 640, 256, "silu_mul"), ("lm_head", 256, 4096, "norm"), ("drafter_qkv", 512, 768, "none"))
+LINEAR_SHAPES = ((16, 32), (16, 64), (32, 32), (32, 64), (64, 64), (32, 128))  # (block_n, block_k)
+ATTENTION_BLOCKS = (32, 64, 128)
+
+
 def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ: int = 4, D: int = 64,
                            inter: int = 640, device="cuda", reps: int = 30) -> list[dict]:
-    """Each fused op vs its reference as eager PyTorch ops, device and host time per call."""
+    """Each fused op vs the same work as eager PyTorch ops (cuBLAS for the products), device and host time per
+    call, with the launch shapes swept: the records say which shape was fastest for each size."""
     on_gpu = torch.device(device).type == "cuda"
+    g = torch.Generator().manual_seed(0)
     out = []
     for T in rows:
         c = random_layer_case(T=T, HQ=HQ, HKV=HQ, D=D, S=1024, H=H, device=device)
@@ -444,30 +453,59 @@ def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ
         gu = torch.randn(T, 2 * inter, device=device)
         q = torch.randn(T, HQ, D, device=device)
         ops = {
-            "add_rms_norm": (lambda: add_rms_norm(c["x"], c["residual"], c["weight"], 1e-5),
-                             lambda: reference_add_rms_norm(c["x"], c["residual"], c["weight"], 1e-5)),
-            "rope_and_write_kv": (
-                lambda: rope_and_write_kv(c["qkv"], c["positions"], c["slots"], cos, sin, c["k_cache"],
-                                          c["v_cache"], HQ, HQ),
-                lambda: reference_rope_and_write_kv(c["qkv"], c["positions"], c["slots"], cos, sin, c["k_cache"],
-                                                    c["v_cache"], HQ, HQ)),
-            "cache_attention": (lambda: cache_attention(q, c["k_cache"], c["v_cache"], c["positions"]),
-                                None),
-            "silu_mul": (lambda: silu_mul(gu), lambda: reference_silu_mul(gu)),
+            "add_rms_norm": {"fused": lambda: add_rms_norm(c["x"], c["residual"], c["weight"], 1e-5),
+                             "eager": lambda: reference_add_rms_norm(c["x"], c["residual"], c["weight"], 1e-5)},
+            "rope_and_write_kv": {
+                "fused": lambda: rope_and_write_kv(c["qkv"], c["positions"], c["slots"], cos, sin, c["k_cache"],
+                                                   c["v_cache"], HQ, HQ),
+                "eager": lambda: reference_rope_and_write_kv(c["qkv"], c["positions"], c["slots"], cos, sin,
+                                                             c["k_cache"], c["v_cache"], HQ, HQ)},
+            "cache_attention": {f"block_n={b}": (lambda b=b: cache_attention(q, c["k_cache"], c["v_cache"],
+                                                                             c["positions"], block_n=b))
+                                for b in ATTENTION_BLOCKS},
+            "silu_mul": {"fused": lambda: silu_mul(gu), "eager": lambda: reference_silu_mul(gu)},
         }
-        for name, (fused, eager) in ops.items():
-            variants = {"fused": (fused, True)}
-            if eager is not None:
-                variants["eager"] = (eager, True)
-            times = time_variants(variants, on_gpu, reps=reps)
-            out.append({"op": name, "rows": T, "context": context, **{f"{v}_{k}": t[k] for v, t in times.items()
-                                                                      for k in ("device_us", "wall_us")}})
+        for name, K, N, pro in PRODUCTS:
+            x = torch.randn(T, 2 * K if pro == "silu_mul" else K, generator=g).to(device)
+            w = torch.randn(K, N, generator=g).to(device)
+            kw = {"norm": {"norm_weight": torch.randn(K, generator=g).to(device)}, "silu_mul": {"silu_and_mul": True},
+                  "residual": {"residual": torch.randn(T, N, generator=g).to(device)}, "none": {}}[pro]
+            variants = {f"block_n={bn},block_k={bk}": (lambda bn=bn, bk=bk: fused_linear(x, w, block_n=bn, block_k=bk,
+                                                                                          **kw))
+                        for bn, bk in LINEAR_SHAPES}
+            variants["eager"] = lambda: reference_fused_linear(x, w, **kw)
+            ops[f"linear_{name}"] = variants
+        for name, variants in ops.items():
+            times = time_variants({v: (fn, True) for v, fn in variants.items()}, on_gpu, reps=reps)
+            for v, t in times.items():
+                out.append({"op": name, "variant": v, "rows": T, "context": context, **t})
     return out
 
 
+def fastest_shapes(records: list[dict]) -> dict[str, str]:
+    """The fused variant with the lowest worst-case device time over the measured row counts, per op."""
+    best = {}
+    for op in sorted({r["op"] for r in records}):
+        worst: dict[str, float] = {}
+        for r in records:
+            if r["op"] == op and r["variant"] != "eager" and r.get("device_us") is not None:
+                worst[r["variant"]] = max(worst.get(r["variant"], 0.0), r["device_us"])
+        if worst:
+            best[op] = min(worst, key=worst.get)
+    return best
+
+
 if __name__ == "__main__":
+    import json
+    import sys
+
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     print("max abs difference from the references:", check_correctness(dev))
     if dev == "cuda":
-        for r in benchmark_decode_layer():
+        recs = benchmark_decode_layer()
+        for r in recs:
             print(r)
+        print("fastest launch shapes:", fastest_shapes(recs))
+        if len(sys.argv) > 1:
+            with open(sys.argv[1], "w") as f:
+                json.dump({"records": recs, "fastest": fastest_shapes(recs)}, f, indent=1)

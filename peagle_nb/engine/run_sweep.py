@@ -9,6 +9,7 @@ One run records, on one machine and in one process:
 - ``engines``: plain decoding with the lean and the reference engine side by side, interleaved;
 - ``phases``: each step phase timed alone (a GPU's graph replay: device time only), per configuration, and the
   ``target_step_floor_ms`` (one plain step's graphs, replayed back to back);
+- ``builder_comparison``: P-EAGLE's phases with the fused input builder and with an eager op chain;
 - ``profile``: per-kernel device time of one plain and one P-EAGLE step (GPU only);
 - ``summary``: best K per method and the P-EAGLE / EAGLE-3 ratio over sweeps (min / median / max).
 
@@ -110,6 +111,22 @@ def phases(decoders: dict, prompt_ids: list[int]) -> list[dict]:
     return rows
 
 
+def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)) -> list[dict]:
+    """P-EAGLE's step phases with the fused input builder and with vLLM's earlier chain of eager ops: what share
+    of a step building the drafter's batch takes (notebook 04)."""
+    from peagle_nb.engine.lean import LeanDecoder
+
+    rows = []
+    for k in ks:
+        for builder in ("fused", "eager"):
+            dec = LeanDecoder(target, tokenizer, head, "peagle", k, builder=builder)
+            dec.generate(prompt_ids, 16)
+            ph = dec.phase_ms()
+            rows.append({"method": "peagle", "k": k, "builder": builder, **{f"{n}_ms": v for n, v in ph.items()},
+                         "step_device_ms": sum(ph.values()), "build_share": ph["build"] / sum(ph.values())})
+    return rows
+
+
 def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
         budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
         equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True) -> dict:
@@ -142,6 +159,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
         p0 = tokenizer(first_set[0])["input_ids"]
         doc["phases"] = phases(decs, p0)
         doc["target_step_floor_ms"] = doc["phases"][0]["plain_ms"]
+        doc["builder_comparison"] = builder_comparison(target, tokenizer, heads["peagle"], p0,
+                                                       [k for k in (3, 7) if k in ks] or [max(ks)])
         if on_gpu and profile:
             doc["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0)
     doc["equality"] = equality

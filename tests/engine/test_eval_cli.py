@@ -72,6 +72,7 @@ def test_eval_sweep_writes_results(artifacts, capsys):
     assert {(r["method"], r["k"]) for r in doc["phases"]} == {("none", 0)} | {(m, k) for m in ("eagle3", "peagle")
                                                                               for k in (1, 2)}
     assert doc["engines"]["lean_over_reference"]["median"] > 0
+    assert {(r["k"], r["builder"]) for r in doc["builder_comparison"]} == {(2, "fused"), (2, "eager")}
 
 
 def test_eval_sweep_needs_heads(artifacts, capsys, tmp_path):

@@ -106,6 +106,17 @@ def test_plain_decoding_equals_reference_on_held_out(shipped):
         assert ref.generate(ids, 32).tokens == lean.generate(ids, 32).tokens
 
 
+@pytest.mark.parametrize("method", ["eagle3", "peagle"])
+def test_eager_input_builder_gives_the_same_generation(shipped, method):
+    target, tok, heads = shipped
+    ids = tok(load_prompts(paths.prompts_dir() / "code.jsonl", 1)[0])["input_ids"]
+    fused = LeanDecoder(target, tok, heads[method], method, 6).generate(ids, 32)
+    eager = LeanDecoder(target, tok, heads[method], method, 6, builder="eager").generate(ids, 32)
+    assert fused.tokens == eager.tokens and [s.accepted for s in fused.steps] == [s.accepted for s in eager.steps]
+    with pytest.raises(ValueError, match="builder must be"):
+        LeanDecoder(target, tok, heads[method], method, 6, builder="triton")
+
+
 def test_step_times_add_up_and_phases_are_timed(shipped):
     target, tok, heads = shipped
     dec = LeanDecoder(target, tok, heads["peagle"], "peagle", 4)

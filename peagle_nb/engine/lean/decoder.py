@@ -28,9 +28,9 @@ import weakref
 
 import torch
 
-from peagle_kernels.draft_inputs import build_draft_inputs
+from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
 from peagle_kernels.greedy_verify import greedy_verify
-from peagle_kernels.hidden_expand import expand_hidden
+from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
 from peagle_nb.engine import checks
 from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
 from peagle_nb.engine.lean.graphs import PhaseClock, Step
@@ -52,14 +52,19 @@ def _shared(module, make):
 class LeanDecoder:
     """Decode with ``method`` in {"none", "eagle3", "peagle"} and K drafts per step; ``generate`` as ``SpecDecoder``.
 
-    ``use_graphs`` (default: on CUDA) captures each step phase once as a CUDA graph. ``mask_hidden`` (projected,
+    ``use_graphs`` (default: on CUDA) captures each step phase once as a CUDA graph. ``builder``: "fused" (the
+    suite's input builder and hidden expansion, Triton on a GPU) or "eager" (the same work as the chain of
+    separate PyTorch ops vLLM used before fusing it; notebook 04 compares the two). ``mask_hidden`` (projected,
     [H]) / ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only).
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
-                 use_graphs: bool | None = None):
+                 use_graphs: bool | None = None, builder: str = "fused"):
         checks.check_method(method, head)
+        if builder not in ("fused", "eager"):
+            raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
+        self.builder = builder
         self.method, self.k = method, (k if method != "none" else 0)
         self.vocab = target.config.vocab_size
         self.lt = _shared(target, LeanTarget)
@@ -129,13 +134,15 @@ class LeanDecoder:
 
     def _build(self):
         kk = self.k if self.method == "peagle" else 1  # EAGLE-3's first pass: no mask rows
-        di = build_draft_inputs(
-            self.v_tokens, self.v_pos0 + self.arange_k1, self.bonus, self.qsl, self.n_rej, self.block_table,
-            k=kk, mask_token_id=self.mask_id, block_size=self.capacity, max_model_len=self.capacity,
-            seq_lens=(self.v_pos0 + self.k + 1).int(), padding_slot_id=self.tcache.spare_slot,
-            max_query_len=self.k + 1, check_values=False)
-        hidden = expand_hidden(self.lh.project(self.v_feats), self.mask_h, di.hidden_src, check_values=False)
-        return di, hidden
+        args = (self.v_tokens, self.v_pos0 + self.arange_k1, self.bonus, self.qsl, self.n_rej, self.block_table)
+        kw = dict(k=kk, mask_token_id=self.mask_id, block_size=self.capacity, max_model_len=self.capacity,
+                  seq_lens=(self.v_pos0 + self.k + 1).int(), padding_slot_id=self.tcache.spare_slot)
+        projected = self.lh.project(self.v_feats)
+        if self.builder == "eager":
+            di = eager_draft_inputs(*args, **kw)
+            return di, eager_expand_hidden(projected, self.mask_h, di.hidden_state_mapping, di.is_masked)
+        di = build_draft_inputs(*args, **kw, max_query_len=self.k + 1, check_values=False)
+        return di, expand_hidden(projected, self.mask_h, di.hidden_src, check_values=False)
 
     def _draft_pass(self, greedy: bool):
         """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""

@@ -27,7 +27,9 @@ from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
 from peagle_nb.models.heads import DraftHead, config_for_target, drafter_layer_ids, count_parameters, export_head, init_from_target
 from peagle_nb.models.target import load_target, mask_token_id
-from peagle_nb.training.drafter_data import DrafterData, TargetTeacher, build_drafter_data, sample_prompt_ids
+from peagle_nb.training.drafter_data import (DEFAULT_GREEDY_FRACTION, DEFAULT_SAMPLE_TEMPERATURE, DrafterData,
+                                             TargetTeacher, build_drafter_data, corpus_prompts, sample_prompt_ids,
+                                             without_domains)
 from peagle_nb.training.drafter_eval import evaluate_head, read_prompt_ids
 from peagle_nb.training.schedule import lr_at
 
@@ -55,7 +57,9 @@ class DrafterTrainConfig:
     n_sequences: int = 4096
     seq_len: int = 256
     prompt_lengths: tuple[int, ...] = (16, 24, 32, 40, 48)
-    greedy_fraction: float = 1.0  # greedy continuations: the labels a greedy-evaluated drafter needs at depth
+    greedy_fraction: float = DEFAULT_GREEDY_FRACTION  # 0: every continuation sampled (drafter_data explains why)
+    sample_temperature: float = DEFAULT_SAMPLE_TEMPERATURE
+    exclude_domains: tuple[str, ...] = ()  # train without these corpus domains (the domain-shift experiment)
     gen_batch: int | None = None  # sequences generated at once (default: 4096 on CUDA, 64 on CPU)
     data_cache: Path | None = None
     init_from: Path | None = None  # continue training this exported head (same shapes)
@@ -110,8 +114,9 @@ _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagl
 def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[DrafterData, dict]:
     """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
     this configuration, else build (and save to ``cfg.data_cache``)."""
-    key = {"format": "tokens-v2", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len, "draft_vocab_size": cfg.draft_vocab_size,
-           "prompt_lengths": list(cfg.prompt_lengths), "greedy_fraction": cfg.greedy_fraction, "seed": cfg.seed,
+    key = {"format": "tokens-v3", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len, "draft_vocab_size": cfg.draft_vocab_size,
+           "prompt_lengths": list(cfg.prompt_lengths), "greedy_fraction": cfg.greedy_fraction,
+           "sample_temperature": cfg.sample_temperature, "domains": list(DOMAINS), "seed": cfg.seed,
            "vocab_size": target.config.vocab_size, "hidden_size": target.config.hidden_size,
            "layers": target.config.num_hidden_layers, "target": str(cfg.target)}
     if _MEMO.get("key") == key:
@@ -125,18 +130,11 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[Dra
             log(f"drafter data: reusing {cfg.data_cache}")
             return DrafterData(**blob["data"]), blob["info"]
         log(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
-    n_half = cfg.n_sequences // 2
-    prompts = []
-    for i, domain in enumerate(DOMAINS):
-        n = n_half if i == 0 else cfg.n_sequences - n_half
-        prompts += sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, cfg.prompt_lengths,
-                                     seed=cfg.seed + i)
-    # interleave domains so greedy and sampled continuations both cover both domains
-    g = torch.Generator().manual_seed(cfg.seed)
-    prompts = [prompts[i] for i in torch.randperm(len(prompts), generator=g).tolist()]
+    prompts, labels = corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS)
     t0 = time.time()
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
-                                    greedy_fraction=cfg.greedy_fraction, seed=cfg.seed,
+                                    greedy_fraction=cfg.greedy_fraction, temperature=cfg.sample_temperature,
+                                    seed=cfg.seed, domain=labels, domains=DOMAINS,
                                     gen_batch=cfg.gen_batch or (4096 if target.device.type == "cuda" else 64), log=log)
     info["build_seconds"] = round(time.time() - t0, 1)
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
@@ -212,6 +210,7 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable, log=None) -> dict:
     target, tokenizer = load_target(cfg.target, device=device)
     target.requires_grad_(False)
     data, data_info = get_data(cfg, target, tokenizer, log)
+    data, data_info = without_domains(data, data_info, tuple(cfg.exclude_domains), target.config.vocab_size, log)
     tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
     teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())  # soft labels over the head's vocabulary
@@ -280,9 +279,9 @@ def _earlier_run(init_from: Path | None) -> dict | None:
 
 
 def validation_prompt_sets(tokenizer, n: int, seed: int = 0) -> dict[str, list[torch.Tensor]]:
-    """``n`` new prompts per domain cut from corpus-TRAIN documents with a seed no training run uses: for
-    choosing between training runs without looking at the held-out sets the model cards report."""
-    return {f"{domain}-val": sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, (24, 32, 40),
+    """``n`` prompts per domain cut from the corpus's VALIDATION documents: for choosing between training runs
+    without looking at the held-out sets the model cards report."""
+    return {f"{domain}-val": sample_prompt_ids(tokenizer, load_documents(domain, "validation"), n, (24, 32, 40),
                                                seed=seed + 1000 + i)
             for i, domain in enumerate(DOMAINS)}
 
@@ -403,9 +402,22 @@ def _comparison(s: dict, compare: dict | None) -> str:
 
 
 def _continuations(d: dict) -> str:
+    if "decoding" in d:  # written by drafter_data since sampling became the default
+        rep = d.get("repetition_fraction")
+        reps = ("; generated tokens inside a repeated 8-gram: " + ", ".join(
+            f"{k} {100 * v:.1f}%" for k, v in rep["by_domain"].items() if v is not None)) if rep else ""
+        return d["decoding"] + reps
     if d["n_greedy"] == d["n_sequences"]:
         return "all greedy, the way the heads are evaluated"
     return f"{d['n_greedy']:,} greedy, the rest sampled at T={d['sample_temperature']}"
+
+
+def _prompt_domains(d: dict) -> str:
+    per = d.get("sequences_per_domain")
+    if not per:
+        return "prose + code, half each"
+    out = ", ".join(f"{k} {v:,}" for k, v in per.items())
+    return out + (f"; trained without {', '.join(d['excluded_domains'])}" if d.get("excluded_domains") else "")
 
 
 def _teacher(d: dict) -> str:
@@ -488,7 +500,9 @@ def model_card(s: dict, compare: dict | None = None) -> str:
     # A time-budgeted run is reproduced by its step count (the schedule follows the same progress).
     steps = s["steps_run"] if c["time_budget_s"] else c["steps"]
     options = [f"--intermediate-size {c['intermediate_size']}" if c.get("intermediate_size") else "",
-               f"--greedy-fraction {c['greedy_fraction']:g}" if c.get("greedy_fraction", 0.75) != 1.0 else "",
+               f"--greedy-fraction {c['greedy_fraction']:g}" if c.get("greedy_fraction", 1.0) != 0.0 else "",
+               f"--sample-temperature {c['sample_temperature']:g}" if c.get("sample_temperature", 1.0) != 1.0 else "",
+               "".join(f"--exclude-domain {d} " for d in c.get("exclude_domains", ())).strip(),
                f"--cod-r {c['cod_r']:g} --cod-r-min {c['cod_r_min']:g}"
                if kind == "peagle" and (c["cod_r"], c["cod_r_min"]) != (0.7, 0.2) else "",
                f"--init-from {s['init_from']['path']}" if s.get("init_from") else ""]
@@ -514,7 +528,7 @@ def model_card(s: dict, compare: dict | None = None) -> str:
 |---|---|
 | target | `data/models/tiny-target` (this head's `fc`, vocabulary and mask id only fit that model) |
 | parameters | {s['params'] / 1e6:.2f}M, stored in bf16 |
-| training data | {d['n_sequences']:,} sequences of {d['seq_len']} tokens: prompts ({'/'.join(map(str, c['prompt_lengths']))} tokens) cut from the corpus **train** split (prose + code, half each), continued BY THE TARGET ITSELF ({_continuations(d)}); {d['generated_tokens']:,} generated tokens; {_teacher(d)} |
+| training data | {d['n_sequences']:,} sequences of {d['seq_len']} tokens: prompts ({'/'.join(map(str, c['prompt_lengths']))} tokens) cut from the corpus **train** split ({_prompt_domains(d)}), continued BY THE TARGET ITSELF ({_continuations(d)}); {d['generated_tokens']:,} generated tokens; {_teacher(d)} |
 | draft vocabulary | the {d['draft_vocab_size']} most frequent tokens of the target's generations (covers {100 * d['draft_vocab_coverage']:.1f}% of them) |
 | objective | {method} |
 | optimisation | {s['steps_run']} steps x batch {c['batch_size']}, AdamW lr {c['lr']:g} (warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x), grad clip {c['grad_clip']:g}, bf16 autocast on GPU; {s['train_seconds']:.0f} s of training{_continued(s)} |
@@ -566,7 +580,11 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (prompt + continuation)")
     p.add_argument("--draft-vocab-size", type=int, default=None)
     p.add_argument("--greedy-fraction", type=float, default=None,
-                   help="fraction of continuations generated greedily, the rest sampled at T=0.8 (default 1)")
+                   help="fraction of continuations generated greedily (default 0: all sampled)")
+    p.add_argument("--sample-temperature", type=float, default=None,
+                   help="temperature of the sampled continuations (default 1: the target's own distribution)")
+    p.add_argument("--exclude-domain", action="append", default=None, choices=DOMAINS,
+                   help="train without this corpus domain's sequences (repeatable; e.g. ja)")
     p.add_argument("--data-cache", type=Path, default=None, help="save/reuse the generated data here")
     p.add_argument("--data-only", action="store_true",
                    help="only build the self-distillation data into --data-cache (to share it between runs)")
@@ -593,6 +611,8 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "draft_vocab_size": args.draft_vocab_size, "data_cache": args.data_cache,
                  "eval_prompts": args.eval_prompts, "eval_max_new_tokens": args.eval_max_new_tokens, "seed": args.seed,
                  "intermediate_size": args.intermediate_size, "greedy_fraction": args.greedy_fraction,
+                 "sample_temperature": args.sample_temperature,
+                 "exclude_domains": tuple(args.exclude_domain) if args.exclude_domain else None,
                  "init_from": args.init_from, "val_prompts": args.val_prompts,
                  "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None)}
     if args.smoke:

@@ -203,12 +203,12 @@ def cache_attention_kernel(
         n = start + tl.arange(0, BLOCK_N)
         ok = n < n_keys
         k = tl.load(k_cache_ptr + kv_base + n[:, None] * D + d[None, :], mask=ok[:, None], other=0.0)
+        v = tl.load(v_cache_ptr + kv_base + n[:, None] * D + d[None, :], mask=ok[:, None], other=0.0)
         s = tl.sum(k.to(tl.float32) * q[None, :], axis=1)
         s = tl.where(ok, s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=0))
         p = tl.exp(s - m_new)
         alpha = tl.exp(m - m_new)
-        v = tl.load(v_cache_ptr + kv_base + n[:, None] * D + d[None, :], mask=ok[:, None], other=0.0)
         acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
         l_sum = l_sum * alpha + tl.sum(p, axis=0)
         m = m_new
@@ -238,7 +238,8 @@ def reference_cache_attention(q, k_cache, v_cache, positions, extent=None):
 
 
 def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, positions: torch.Tensor, *,
-                    extent=None, use_triton: bool | None = None, block_n: int = 64) -> torch.Tensor:
+                    extent=None, use_triton: bool | None = None, block_n: int | None = None,
+                    num_warps: int | None = None) -> torch.Tensor:
     """Attention of each query row over the cache slots up to its position (causal by position).
 
     ``extent`` (PyTorch path only): precomputed ``attention_extent(positions)``."""
@@ -255,7 +256,7 @@ def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tenso
     if T:
         runnable(cache_attention_kernel, q.device)[(T, HQ)](
             q.contiguous(), k_cache, v_cache, positions, out, S, D ** -0.5,
-            HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n, num_warps=4)
+            HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n or ATTENTION_BLOCK_N, num_warps=num_warps or ATTENTION_WARPS)
     return out
 
 
@@ -312,7 +313,8 @@ def fused_linear_kernel(
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     x_rows = x_ptr + rows.to(tl.int64)[:, None] * stride_x
-    if NORM:  # the row's RMS over all K inputs, before any product
+    inv = tl.zeros([BLOCK_M], tl.float32)
+    if NORM:  # the row's RMS over all K inputs, before any product (x read twice only when K > BLOCK_K)
         sq = tl.zeros([BLOCK_M], tl.float32)
         for k0 in range(0, K, BLOCK_K):
             ks = k0 + tl.arange(0, BLOCK_K)
@@ -320,7 +322,7 @@ def fused_linear_kernel(
             sq += tl.sum(xv * xv, axis=1)
         inv = tl.rsqrt(sq / K + eps)
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(0, K, BLOCK_K):  # one iteration when BLOCK_K >= K: every load is issued at once
         ks = k0 + tl.arange(0, BLOCK_K)
         k_ok = ks < K
         a_mask = row_ok[:, None] & k_ok[None, :]
@@ -355,9 +357,15 @@ def reference_fused_linear(x, w, norm_weight=None, eps=1e-5, silu_and_mul=False,
 MAX_FUSED_ROWS = 32  # rows the fused linear handles in one program; more rows (a long prefill) use the reference
 
 
+# Launch shapes (chosen on an H200 by the sweep in benchmark_decode_layer): output columns per program, inputs per
+# K iteration (capped at K: one pass when it covers K) and warps; key-block size and warps of the attention.
+LINEAR_BLOCK_N, LINEAR_BLOCK_K, LINEAR_WARPS = 16, 256, 4
+ATTENTION_BLOCK_N, ATTENTION_WARPS = 128, 4
+
+
 def fused_linear(x: torch.Tensor, w: torch.Tensor, *, norm_weight: torch.Tensor | None = None, eps: float = 1e-5,
                  silu_and_mul: bool = False, residual: torch.Tensor | None = None, use_triton: bool | None = None,
-                 block_n: int = 32, block_k: int = 64) -> torch.Tensor:
+                 block_n: int | None = None, block_k: int | None = None, num_warps: int | None = None) -> torch.Tensor:
     """x [M, K] (``silu_and_mul``: [M, 2K]), w [K, N] -> [M, N]: one launch for a decoding step's small products,
     with the RMSNorm (or SiLU-and-mul) before and the residual add after folded in."""
     K = x.shape[1] // 2 if silu_and_mul else x.shape[1]
@@ -373,12 +381,14 @@ def fused_linear(x: torch.Tensor, w: torch.Tensor, *, norm_weight: torch.Tensor 
         return reference_fused_linear(x, w, norm_weight, eps, silu_and_mul, residual)
     x = x if x.stride(1) == 1 else x.contiguous()
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    block_n = block_n or LINEAR_BLOCK_N
+    block_k = min(block_k or LINEAR_BLOCK_K, next_pow2(K))
     if M:
         runnable(fused_linear_kernel, x.device)[(triton.cdiv(N, block_n),)](
             x, norm_weight if norm_weight is not None else w, w.contiguous(),
             residual.contiguous() if residual is not None else y, y, M, K, N, x.stride(0), eps,
             NORM=norm_weight is not None, SILU_MUL=silu_and_mul, RESIDUAL=residual is not None,
-            BLOCK_M=max(16, next_pow2(M)), BLOCK_K=block_k, BLOCK_N=block_n, num_warps=4)
+            BLOCK_M=max(16, next_pow2(M)), BLOCK_K=block_k, BLOCK_N=block_n, num_warps=num_warps or LINEAR_WARPS)
     return y
 
 
@@ -434,11 +444,12 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
 # The products of one step of the suite's models: (name, K, N, prologue). lm_head: the target's 4096-token vocabulary.
 PRODUCTS = (("qkv", 256, 768, "norm"), ("o", 256, 256, "residual"), ("gate_up", 256, 1280, "norm"),
             ("down", 640, 256, "silu_mul"), ("lm_head", 256, 4096, "norm"), ("drafter_qkv", 512, 768, "none"))
-LINEAR_SHAPES = ((16, 32), (16, 64), (32, 32), (32, 64), (64, 64), (32, 128))  # (block_n, block_k)
-ATTENTION_BLOCKS = (32, 64, 128)
+LINEAR_SHAPES = ((16, 64, 4), (16, 256, 4), (16, 512, 4), (16, 256, 8), (16, 512, 8), (32, 256, 4), (32, 256, 8),
+                 (64, 256, 8))  # (block_n, block_k, warps); block_k is capped at K (one pass when it covers K)
+ATTENTION_SHAPES = ((64, 4), (128, 4), (128, 8), (256, 4), (256, 8))  # (block_n, warps)
 
 
-def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ: int = 4, D: int = 64,
+def benchmark_decode_layer(rows=(1, 8), context: int = 256, H: int = 256, HQ: int = 4, D: int = 64,
                            inter: int = 640, device="cuda", reps: int = 30) -> list[dict]:
     """Each fused op vs the same work as eager PyTorch ops (cuBLAS for the products), device and host time per
     call, with the launch shapes swept: the records say which shape was fastest for each size."""
@@ -460,9 +471,9 @@ def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ
                                                    c["v_cache"], HQ, HQ),
                 "eager": lambda: reference_rope_and_write_kv(c["qkv"], c["positions"], c["slots"], cos, sin,
                                                              c["k_cache"], c["v_cache"], HQ, HQ)},
-            "cache_attention": {f"block_n={b}": (lambda b=b: cache_attention(q, c["k_cache"], c["v_cache"],
-                                                                             c["positions"], block_n=b))
-                                for b in ATTENTION_BLOCKS},
+            "cache_attention": {f"block_n={b},warps={nw}": (
+                lambda b=b, nw=nw: cache_attention(q, c["k_cache"], c["v_cache"], c["positions"], block_n=b,
+                                                   num_warps=nw)) for b, nw in ATTENTION_SHAPES},
             "silu_mul": {"fused": lambda: silu_mul(gu), "eager": lambda: reference_silu_mul(gu)},
         }
         for name, K, N, pro in PRODUCTS:
@@ -470,16 +481,45 @@ def benchmark_decode_layer(rows=(1, 8, 16), context: int = 256, H: int = 256, HQ
             w = torch.randn(K, N, generator=g).to(device)
             kw = {"norm": {"norm_weight": torch.randn(K, generator=g).to(device)}, "silu_mul": {"silu_and_mul": True},
                   "residual": {"residual": torch.randn(T, N, generator=g).to(device)}, "none": {}}[pro]
-            variants = {f"block_n={bn},block_k={bk}": (lambda bn=bn, bk=bk: fused_linear(x, w, block_n=bn, block_k=bk,
-                                                                                          **kw))
-                        for bn, bk in LINEAR_SHAPES}
-            variants["eager"] = lambda: reference_fused_linear(x, w, **kw)
+            # bind this product's tensors now: the variants run after the loop
+            variants = {f"block_n={bn},block_k={bk},warps={nw}": (
+                lambda bn=bn, bk=bk, nw=nw, x=x, w=w, kw=kw: fused_linear(x, w, block_n=bn, block_k=bk, num_warps=nw,
+                                                                           **kw))
+                for bn, bk, nw in LINEAR_SHAPES}
+            variants["eager"] = lambda x=x, w=w, kw=kw: reference_fused_linear(x, w, **kw)
             ops[f"linear_{name}"] = variants
         for name, variants in ops.items():
             times = time_variants({v: (fn, True) for v, fn in variants.items()}, on_gpu, reps=reps)
             for v, t in times.items():
                 out.append({"op": name, "variant": v, "rows": T, "context": context, **t})
     return out
+
+
+def _parse(variant: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (part.split("=") for part in variant.split(","))}
+
+
+def choose_shapes(records: list[dict]) -> dict[str, dict[str, int]]:
+    """One launch shape for every product (the least total device time over all products and row counts) and one
+    for the attention (the least worst case), from ``benchmark_decode_layer`` records."""
+    def best(ops, score):
+        totals: dict[str, list[float]] = {}
+        for r in records:
+            if r["op"] in ops and r["variant"] != "eager" and r.get("device_us") is not None:
+                totals.setdefault(r["variant"], []).append(r["device_us"])
+        complete = {v: t for v, t in totals.items() if len(t) == max(len(x) for x in totals.values())}
+        return _parse(min(complete, key=lambda v: score(complete[v])))
+
+    linear_ops = {r["op"] for r in records if r["op"].startswith("linear_")}
+    return {"linear": best(linear_ops, sum), "attention": best({"cache_attention"}, max)}
+
+
+def use_shapes(shapes: dict[str, dict[str, int]]) -> None:
+    """Make ``choose_shapes``' result the default launch shapes of this process."""
+    global LINEAR_BLOCK_N, LINEAR_BLOCK_K, LINEAR_WARPS, ATTENTION_BLOCK_N, ATTENTION_WARPS
+    lin, att = shapes["linear"], shapes["attention"]
+    LINEAR_BLOCK_N, LINEAR_BLOCK_K, LINEAR_WARPS = lin["block_n"], lin["block_k"], lin["warps"]
+    ATTENTION_BLOCK_N, ATTENTION_WARPS = att["block_n"], att["warps"]
 
 
 def fastest_shapes(records: list[dict]) -> dict[str, str]:
@@ -505,7 +545,8 @@ if __name__ == "__main__":
         recs = benchmark_decode_layer()
         for r in recs:
             print(r)
-        print("fastest launch shapes:", fastest_shapes(recs))
+        print("fastest launch shapes:", fastest_shapes(recs), "chosen:", choose_shapes(recs))
         if len(sys.argv) > 1:
             with open(sys.argv[1], "w") as f:
-                json.dump({"records": recs, "fastest": fastest_shapes(recs)}, f, indent=1)
+                json.dump({"records": recs, "fastest": fastest_shapes(recs), "chosen": choose_shapes(recs)}, f,
+                          indent=1)

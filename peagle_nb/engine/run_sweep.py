@@ -129,7 +129,8 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
 
 def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
         budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
-        equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True) -> dict:
+        equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True,
+        kernel_shapes: dict | None = None) -> dict:
 
     from peagle_nb.engine.evaluate import make_decoder, sweep_to_results
     from peagle_nb.results import write_results
@@ -164,6 +165,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
         if on_gpu and profile:
             doc["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0)
     doc["equality"] = equality
+    if kernel_shapes:
+        doc["kernel_shapes"] = kernel_shapes
     doc["engines"] = engines
     doc["run_seconds"] = round(time.perf_counter() - t0, 1)
     if on_gpu:
@@ -196,8 +199,19 @@ def main(argv=None) -> int:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--equal-prompts", type=int, default=4, help="prompts per set for the lean == reference check")
     p.add_argument("--no-profile", action="store_true")
+    p.add_argument("--kernel-shapes", default=None,
+                   help="JSON from `python -m peagle_kernels.decode_layer FILE` (a launch-shape sweep on this GPU): "
+                        "use its chosen shapes and record them")
     p.add_argument("--budget-s", type=float, default=None, help="start no new configuration after this many seconds")
     a = p.parse_args(argv)
+    shapes = None
+    if a.kernel_shapes:
+        import json
+
+        from peagle_kernels.decode_layer import use_shapes
+
+        shapes = json.loads(Path(a.kernel_shapes).read_text())["chosen"]
+        use_shapes(shapes)
     if a.device == "cpu":
         torch.set_num_threads(a.threads)
     ks = (list(range(int(a.ks.split("-")[0]), int(a.ks.split("-")[1]) + 1)) if "-" in a.ks
@@ -209,7 +223,8 @@ def main(argv=None) -> int:
     sets = {Path(f).stem: load_prompts(f, a.limit) for f in files}
     doc = run(target, tok, heads, sets, ks, a.max_new_tokens, Path(a.out),
               log=lambda s: print(s, file=sys.stderr, flush=True), budget_s=a.budget_s, repeats=a.repeats,
-              sweeps=a.sweeps, temperature=a.temperature, equal_prompts=a.equal_prompts, profile=not a.no_profile)
+              sweeps=a.sweeps, temperature=a.temperature, equal_prompts=a.equal_prompts, profile=not a.no_profile,
+              kernel_shapes=shapes)
     import json
 
     print(json.dumps({k: doc[k] for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))

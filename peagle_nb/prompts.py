@@ -1,8 +1,8 @@
 """Prompt files: the one reader used by the engine, the benchmark client, serving and the notebooks.
 
 A prompt file is JSONL with one object per line holding a string ``"prompt"`` (the held-out sets
-``data/prompts/prose.jsonl`` and ``code.jsonl`` also carry ``id``, ``domain`` and ``source``), or plain
-text with one prompt per line. ``"prose"`` / ``"code"`` name the shipped held-out sets.
+``data/prompts/prose.jsonl``, ``code.jsonl`` and ``ja.jsonl`` also carry ``id``, ``domain`` and ``source``), or plain
+text with one prompt per line. ``"prose"`` / ``"code"`` / ``"ja"`` name the shipped held-out sets.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 from peagle_nb import paths
 
-DOMAINS = ("prose", "code")
+DOMAINS = ("prose", "code", "ja")
 
 
 def resolve(path_or_domain: str | Path) -> Path:
-    """``"prose"``/``"code"`` -> the shipped held-out set; anything else is a path."""
+    """``"prose"``/``"code"``/``"ja"`` -> the shipped held-out set; anything else is a path."""
     if str(path_or_domain) in DOMAINS:
         return paths.prompts_dir() / f"{path_or_domain}.jsonl"
     return Path(path_or_domain)

@@ -209,3 +209,16 @@ def cases_hidden_expand() -> dict:
     check("float16", 5, 3, 64, dtype=torch.float16)
     check("large_batch", 64, 10, 32)
     return out
+
+
+# ---------------------------------------------------------------------------------------- decode_layer
+def cases_decode_layer() -> dict:
+    from peagle_kernels.decode_layer import check_correctness
+
+    shapes = {
+        "mha_one_row": dict(T=1, HQ=4, HKV=4, D=64, S=300, H=256),
+        "gqa_rows_with_padding": dict(T=11, HQ=4, HKV=1, D=32, S=130, H=100),
+        "gqa_two_groups": dict(T=5, HQ=4, HKV=2, D=16, S=64, H=48),
+        "long_context": dict(T=3, HQ=2, HKV=2, D=16, S=700, H=64),
+    }
+    return {name: check_correctness(seed=i, **kw) for i, (name, kw) in enumerate(shapes.items())}

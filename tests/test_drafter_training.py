@@ -182,8 +182,9 @@ def test_smoke_training_options(smoke_target, tmp_path):
     run = lambda *opts: train_cmd.run(argparse.Namespace(what="peagle", options=common + list(opts)))  # noqa: E731
     assert run("--data-only") == 0 and cache.is_file()
     blob = torch.load(cache)
-    assert set(blob["data"]) == {"tokens", "prompt_len", "draft_ids"}  # token ids only: the target is the teacher
-    assert blob["info"]["n_greedy"] == blob["info"]["n_sequences"]  # greedy continuations by default
+    # token ids (and each sequence's corpus domain) only: the target is the teacher
+    assert set(blob["data"]) == {"tokens", "prompt_len", "draft_ids", "domain", "domains"}
+    assert blob["info"]["n_greedy"] == 0 and blob["info"]["sample_temperature"] == 1.0  # sampled at T=1 by default
     first, second = tmp_path / "pe", tmp_path / "pe2"
     assert run("--out", str(first), "--intermediate-size", "96", "--val-prompts", "2", "--steps", "6",
                "--cod-r", "0.8", "--cod-r-min", "0.3") == 0
@@ -191,7 +192,7 @@ def test_smoke_training_options(smoke_target, tmp_path):
     assert load_head(first).config.intermediate_size == 96
     assert (log["config"]["cod_r"], log["config"]["cod_r_min"]) == (0.8, 0.3)
     assert "--intermediate-size 96 --cod-r 0.8 --cod-r-min 0.3" in (first / "README.md").read_text()  # reproducible
-    assert set(log["validation"]) == {"prose-val", "code-val"}
+    assert set(log["validation"]) == {"prose-val", "code-val", "ja-val"}
     assert all(r["prompts"] == 2 for res in log["validation"].values() for r in res.values())
     assert "## Validation" in (first / "README.md").read_text()
     assert run("--out", str(second), "--intermediate-size", "96", "--init-from", str(first), "--steps", "4",

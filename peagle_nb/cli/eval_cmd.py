@@ -29,9 +29,14 @@ def add_arguments(p) -> None:
                    help="folder holding tiny-eagle3/ and tiny-peagle/ (default data/models), used by --sweep")
     p.add_argument("--sweep", action="store_true", help="run none + eagle3 + peagle for K in --ks, write --out")
     p.add_argument("--ks", default="1-10", help="K range for --sweep, e.g. 1-10 or 1,3,7")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="time each prompt N times and keep the fastest (steadier on a shared machine)")
-    p.add_argument("--cost-reps", type=int, default=30, help="timed repeats per K of the drafting-cost bench")
+    p.add_argument("--engine", choices=["lean", "reference"], default="lean",
+                   help="lean: static caches, fused ops, CUDA graphs on a GPU (the speed of the model's work); "
+                        "reference: the readable transformers path (same tokens)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="time the prompt set N times; tokens/s is reported as median with p10/p90")
+    p.add_argument("--sweeps", type=int, default=3, help="--sweep: independent sweeps (spread of best-K ratios)")
+    p.add_argument("--equal-prompts", type=int, default=4,
+                   help="--sweep: prompts per set on which the lean engine is checked against the reference")
     p.add_argument("--out", default=None, help="results file for --sweep (default data/results/engine_cpu.json)")
 
 
@@ -82,8 +87,12 @@ def run(args) -> int:
 
             heads = {m: head_for(m) for m in ("eagle3", "peagle")}
             out = Path(args.out) if args.out else paths.results_dir() / "engine_cpu.json"
+            if args.engine != "lean":
+                raise ValueError("--sweep measures the lean engine (it also checks it against the reference and "
+                                 "times both side by side); drop --engine reference")
             doc = run_sweep.run(target, tokenizer, heads, prompt_sets, parse_ks(args.ks), args.max_new_tokens, out,
-                                cost_reps=args.cost_reps, repeats=args.repeats, log=lambda s: print(s, file=sys.stderr))
+                                repeats=args.repeats, sweeps=args.sweeps, temperature=args.temperature,
+                                equal_prompts=args.equal_prompts, log=lambda s: print(s, file=sys.stderr))
             print(json.dumps(doc["summary"], indent=1) if args.json else f"wrote {out}")
             return 0
         if len(prompt_sets) != 1:
@@ -91,7 +100,7 @@ def run(args) -> int:
         prompts = next(iter(prompt_sets.values()))
         head = head_for(args.method) if args.method != "none" else None
         rec = evaluate(target, tokenizer, head, args.method, args.k, prompts, args.max_new_tokens,
-                       args.temperature, args.seed, repeats=args.repeats)
+                       args.temperature, args.seed, repeats=args.repeats, engine=args.engine)
     except (FileNotFoundError, ValueError) as exc:
         print(f"peagle-nb eval: error: {exc}", file=sys.stderr)
         return 2
@@ -101,8 +110,10 @@ def run(args) -> int:
         print(json.dumps(rec))
     else:
         rates = ", ".join(f"{a:.2f}" for a in rec["accept_rate_per_position"])
-        print(f"{rec['method']} K={rec['k']} on {rec['n_prompts']} prompts: tau={rec['tau']:.2f} "
-              f"tokens/s={rec['tokens_per_s']:.1f} draft={rec['draft_ms_per_step']:.2f} ms/step "
-              f"verify={rec['verify_ms_per_step']:.2f} ms/step lossless={rec['lossless']}\n"
+        print(f"{rec['method']} K={rec['k']} on {rec['n_prompts']} prompts ({rec['engine']} engine): "
+              f"tau={rec['tau']:.2f} tokens/s={rec['tokens_per_s']:.1f} (p10 {rec['tokens_per_s_p10']:.1f}, "
+              f"p90 {rec['tokens_per_s_p90']:.1f}, {rec['repeats']} repeats) draft={rec['draft_ms_per_step']:.2f} "
+              f"verify={rec['verify_ms_per_step']:.2f} bookkeeping={rec['bookkeeping_ms_per_step']:.2f} ms/step "
+              f"lossless={rec['lossless']}\n"
               f"accept rate per position: [{rates}]")
     return 0

@@ -1,16 +1,49 @@
-"""Measure a decoding method over a prompt set: tau, per-position acceptance, speed, losslessness.
+"""Measure a decoding method over a prompt set: tau, per-position acceptance, speed with its spread, losslessness.
 
-``evaluate`` is what ``peagle-nb eval --json`` prints; ``sweep`` runs none / EAGLE-3 / P-EAGLE over
-K = 1..10 and returns run records for ``peagle_nb.results`` (data/results/engine_*.json).
-Explained in notebooks 01-03.
+``evaluate`` is what ``peagle-nb eval --json`` prints; ``sweep`` runs none / EAGLE-3 / P-EAGLE over K = 1..10
+and returns run records for ``peagle_nb.results`` (data/results/engine_*.json). Both run the lean engine by
+default (``engine="reference"``: the readable ``transformers`` path). Explained in notebooks 01-03.
+
+Timing: a configuration runs its whole prompt set ``repeats`` times (after one warm-up generation, and after
+any graph capture, which is reported as ``capture_ms``); tokens/s is reported as the median over repeats
+with p10 / p90 and every repeat's value kept. Per-step times are means over the median repeat's steps.
 """
 
 from __future__ import annotations
 
+import statistics
 from typing import Iterable, Sequence
 
 from peagle_nb import metrics
 from peagle_nb.engine.decoder import SpecDecoder
+
+ENGINES = ("lean", "reference")
+
+
+def make_decoder(engine: str, target, tokenizer=None, head=None, method: str = "none", k: int = 1, **kw):
+    """``LeanDecoder`` (``engine="lean"``) or ``SpecDecoder`` (``"reference"``); the same interface and tokens."""
+    if engine == "lean":
+        from peagle_nb.engine.lean import LeanDecoder
+
+        return LeanDecoder(target, tokenizer, head, method, k, **kw)
+    if engine == "reference":
+        return SpecDecoder(target, tokenizer, head, method, k, **kw)
+    raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """p10 / median / p90 of repeated measurements (linear interpolation; with one value all three are it)."""
+    v = sorted(float(x) for x in values)
+    if not v:
+        raise ValueError("no values to summarise")
+
+    def q(p: float) -> float:
+        pos = p * (len(v) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(v) - 1)
+        return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+    return {"p10": q(0.1), "median": statistics.median(v), "p90": q(0.9)}
 
 
 def encode_prompts(tokenizer, prompts: Sequence) -> list[list[int]]:
@@ -24,35 +57,59 @@ def encode_prompts(tokenizer, prompts: Sequence) -> list[list[int]]:
     return out
 
 
-def greedy_reference(target, prompt_ids: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-    """Plain greedy decoding of every prompt: what lossless speculative decoding must reproduce."""
-    dec = SpecDecoder(target, method="none")
+def greedy_reference(target, prompt_ids: list[list[int]], max_new_tokens: int,
+                     engine: str = "reference") -> list[list[int]]:
+    """Plain greedy decoding of every prompt: what lossless speculative decoding must reproduce (by default with
+    the reference engine, so that the lean engine's output is checked against an independent implementation)."""
+    dec = make_decoder(engine, target, method="none")
     return [dec.generate(p, max_new_tokens).tokens for p in prompt_ids]
+
+
+def _step_means(results) -> dict[str, float]:
+    steps = [s for r in results for s in r.steps]
+    n = max(len(steps), 1)
+    tokens = sum(len(r.tokens) for r in results)
+    total_ms = sum(r.total_ms for r in results)
+    decode_ms = sum(r.total_ms - r.prefill_ms for r in results)
+    decode_tokens = sum(len(r.tokens) - 1 for r in results)
+    return {
+        "tokens_per_s": tokens / (total_ms / 1e3) if total_ms > 0 else 0.0,
+        "decode_tokens_per_s": decode_tokens / (decode_ms / 1e3) if decode_ms > 0 else 0.0,
+        "draft_ms_per_step": sum(s.draft_ms for s in steps) / n,
+        "verify_ms_per_step": sum(s.verify_ms for s in steps) / n,
+        "bookkeeping_ms_per_step": sum(s.bookkeeping_ms for s in steps) / n,
+        "step_ms": sum(s.wall_ms or (s.draft_ms + s.verify_ms + s.bookkeeping_ms) for s in steps) / n,
+        "prefill_ms": sum(r.prefill_ms for r in results) / len(results),
+    }
 
 
 def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
              max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
-             reference: list[list[int]] | None = None, warmup: bool = True, decoder: SpecDecoder | None = None,
-             repeats: int = 1) -> dict:
+             reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
+             repeats: int = 1, engine: str = "lean") -> dict:
     """One configuration over a prompt set -> the ``peagle-nb eval --json`` record.
 
-    ``lossless`` (temperature 0): every output equals plain greedy decoding (``reference``, computed
-    when not given). At temperature > 0 it is None: the distribution is checked statistically instead.
+    Prompt i is generated with seed ``seed + i`` (sampling only). ``lossless`` (temperature 0): every output
+    equals plain greedy decoding (``reference``, computed when not given). At temperature > 0 it is None: the
+    distribution is checked statistically instead (notebook 01, tests/engine/test_rejection_sampling.py).
     """
     prompt_ids = encode_prompts(tokenizer, prompts)
     if not prompt_ids:
         raise ValueError("no prompts to evaluate")
-    dec = decoder or SpecDecoder(target, tokenizer, head, method, k)
-    if warmup:  # first calls pay for allocation / kernel selection; keep them out of the timings
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    dec = decoder or make_decoder(engine, target, tokenizer, head, method, k)
+    if warmup:  # first calls pay for allocation, kernel selection and graph capture; keep them out of the timings
         dec.generate(prompt_ids[0], min(8, max_new_tokens), temperature, seed)
-    results = [min((dec.generate(p, max_new_tokens, temperature, seed + i) for _ in range(max(repeats, 1))),
-                   key=lambda r: r.total_ms) for i, p in enumerate(prompt_ids)]
+    per_repeat = []
+    for _ in range(repeats):
+        results = [dec.generate(p, max_new_tokens, temperature, seed + i) for i, p in enumerate(prompt_ids)]
+        per_repeat.append((results, _step_means(results)))
+    tps = [m["tokens_per_s"] for _, m in per_repeat]
+    median_i = sorted(range(repeats), key=lambda i: tps[i])[repeats // 2]
+    results, means = per_repeat[median_i]
     steps = [s for r in results for s in r.steps]
-    accepted = [s.accepted for s in steps]
-    n_tokens = sum(len(r.tokens) for r in results)
-    total_ms = sum(r.total_ms for r in results)
-    kk = dec.k
-    summary = metrics.summarize(accepted, kk)
+    summary = metrics.summarize([s.accepted for s in steps], dec.k)
     lossless = None
     if temperature <= 0:
         if method == "none":
@@ -60,10 +117,12 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         else:
             ref = reference if reference is not None else greedy_reference(target, prompt_ids, max_new_tokens)
             lossless = all(r.tokens == g for r, g in zip(results, ref))
-    n_steps = max(len(steps), 1)
+    sp = spread(tps)
+    step_sp = spread([m["step_ms"] for _, m in per_repeat])
     return {
         "method": method,
-        "k": kk,
+        "k": dec.k,
+        "engine": "reference" if isinstance(dec, SpecDecoder) else "lean",
         "n_prompts": len(prompt_ids),
         "max_new_tokens": max_new_tokens,
         "temperature": temperature,
@@ -71,106 +130,133 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "accept_rate_per_position": summary["accept_rate_per_position"],
         "conditional_alpha": summary["conditional_alpha"],
         "steps": len(steps),
-        "tokens": n_tokens,
-        "tokens_per_s": n_tokens / (total_ms / 1e3) if total_ms > 0 else 0.0,
-        "draft_ms_per_step": sum(s.draft_ms for s in steps) / n_steps,
-        "verify_ms_per_step": sum(s.verify_ms for s in steps) / n_steps,
-        "step_ms": sum(s.draft_ms + s.verify_ms for s in steps) / n_steps,
-        "prefill_ms": sum(r.prefill_ms for r in results) / len(results),
+        "accepted_per_step": [s.accepted for s in steps],
+        "tokens": sum(len(r.tokens) for r in results),
+        **means,
+        "tokens_per_s": sp["median"],
+        "tokens_per_s_p10": sp["p10"],
+        "tokens_per_s_p90": sp["p90"],
+        "tokens_per_s_repeats": tps,
+        "step_ms_p10": step_sp["p10"],
+        "step_ms_p90": step_sp["p90"],
+        "repeats": repeats,
+        "capture_ms": getattr(dec, "capture_ms", 0.0),
         "lossless": lossless,
     }
 
 
 def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: Iterable[int] = range(1, 11),
           max_new_tokens: int = 64, temperature: float = 0.0, progress=None, deadline: float | None = None,
-          repeats: int = 1) -> list[dict]:
-    """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set.
+          repeats: int = 1, engine: str = "lean", sweeps: int = 1, decoders: dict | None = None) -> list[dict]:
+    """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set, ``sweeps`` times.
 
-    Returns flat run records (``prompt_set`` added) for ``peagle_nb.results.make_results``. Past
-    ``deadline`` (a ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run).
+    The sweeps are independent passes over every configuration (decoders, and so captured graphs, are made once
+    and reused), so the spread between them is the run-to-run noise of a best-K ratio. Returns flat run records
+    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.results.make_results``. Past ``deadline`` (a
+    ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run). ``decoders``: {(method, k):
+    decoder} made by the caller (to reuse them afterwards); missing ones are made here.
     """
     import time
 
+    ks = list(ks)
+    sets = {name: encode_prompts(tokenizer, prompts) for name, prompts in prompt_sets.items()}
+    refs = {name: greedy_reference(target, ids, max_new_tokens) if temperature <= 0 else None
+            for name, ids in sets.items()}
+    decoders = decoders if decoders is not None else {}
+    for method, k in [("none", 1)] + [(m, k) for m in heads for k in ks]:
+        if (method, k) not in decoders:
+            decoders[(method, k)] = make_decoder(engine, target, tokenizer, heads.get(method), method, k)
     runs = []
-    for set_name, prompts in prompt_sets.items():
-        if deadline is not None and time.monotonic() > deadline:
-            break
-        ids = encode_prompts(tokenizer, prompts)
-        ref = greedy_reference(target, ids, max_new_tokens) if temperature <= 0 else None
-        base = evaluate(target, tokenizer, None, "none", 1, ids, max_new_tokens, temperature, repeats=repeats)
-        runs.append({"prompt_set": set_name, **base})
-        if progress:
-            progress(runs[-1])
-        for method, head in heads.items():
-            for k in ks:
+    for i in range(sweeps):
+        for set_name, ids in sets.items():
+            base = None
+            for (method, k), dec in decoders.items():
                 if deadline is not None and time.monotonic() > deadline:
-                    break
-                rec = evaluate(target, tokenizer, head, method, k, ids, max_new_tokens, temperature, reference=ref,
-                               repeats=repeats)
-                rec["speedup_vs_none"] = rec["tokens_per_s"] / base["tokens_per_s"] if base["tokens_per_s"] else None
-                runs.append({"prompt_set": set_name, **rec})
+                    return runs
+                rec = evaluate(target, tokenizer, heads.get(method), method, k, ids, max_new_tokens, temperature,
+                               reference=refs[set_name], decoder=dec, repeats=repeats)
+                if method == "none":
+                    base = rec
+                elif base is not None and base["tokens_per_s"]:
+                    rec["speedup_vs_none"] = rec["tokens_per_s"] / base["tokens_per_s"]
+                runs.append({"prompt_set": set_name, "sweep": i, **rec})
                 if progress:
                     progress(runs[-1])
     return runs
 
 
-def best_k(runs: Sequence[dict], method: str, prompt_set: str | None = None, key: str = "tokens_per_s") -> dict:
-    """The run of ``method`` with the highest ``key`` (tokens/s by default)."""
-    cand = [r for r in runs if r["method"] == method and (prompt_set is None or r.get("prompt_set") == prompt_set)]
+def best_k(runs: Sequence[dict], method: str, prompt_set: str | None = None, key: str = "tokens_per_s",
+           sweep: int | None = None) -> dict:
+    """The run of ``method`` with the highest ``key`` (tokens/s by default), within one sweep when given."""
+    cand = [r for r in runs if r["method"] == method and (prompt_set is None or r.get("prompt_set") == prompt_set)
+            and (sweep is None or r.get("sweep", 0) == sweep)]
     if not cand:
         raise ValueError(f"no runs of method {method!r}" + (f" on {prompt_set!r}" if prompt_set else ""))
     return max(cand, key=lambda r: r[key])
 
 
+def _min_med_max(values: Sequence[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
 def summarize_sweep(runs: Sequence[dict]) -> dict:
-    """Per prompt set: each method's best K (tokens/s), P-EAGLE's speedup over EAGLE-3 at the best K of
-    each, tau at K=7, and the drafting-cost ratio K_max / K=1 (P-EAGLE ~flat, EAGLE-3 ~linear)."""
+    """Per prompt set, over the sweeps: each method's best K (tokens/s) and speedup over plain decoding, the
+    P-EAGLE / EAGLE-3 ratio at each one's best K (min / median / max over sweeps; ``tie`` when the sweeps
+    disagree on which is faster), tau at K=7, and drafting cost K_max / K=1 (P-EAGLE ~flat, EAGLE-3 ~linear)."""
     out = {}
     for ps in sorted({r.get("prompt_set") for r in runs}, key=str):
         rs = [r for r in runs if r.get("prompt_set") == ps]
-        s: dict = {}
+        sweeps = sorted({r.get("sweep", 0) for r in rs})
+        s: dict = {"sweeps": len(sweeps)}
         methods = sorted({r["method"] for r in rs} - {"none"})
+        none_tps = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
+        best = {m: {i: best_k(rs, m, sweep=i) for i in sweeps} for m in methods}
         for m in methods:
-            b = best_k(rs, m)
-            s[f"{m}.best_k"] = b["k"]
-            s[f"{m}.best_tokens_per_s"] = b["tokens_per_s"]
-            mr = sorted((r for r in rs if r["method"] == m), key=lambda r: r["k"])
+            s[f"{m}.best_k"] = statistics.median_low([b["k"] for b in best[m].values()])
+            s[f"{m}.best_k_per_sweep"] = [best[m][i]["k"] for i in sweeps]
+            s[f"{m}.best_tokens_per_s"] = statistics.median(b["tokens_per_s"] for b in best[m].values())
+            mr = sorted((r for r in rs if r["method"] == m and r.get("sweep", 0) == sweeps[0]), key=lambda r: r["k"])
             k7 = [r for r in mr if r["k"] == 7]
             if k7:
                 s[f"{m}.k7.tau"] = k7[0]["tau"]
             if len(mr) > 1 and mr[0]["draft_ms_per_step"] > 0:
                 s[f"{m}.draft_cost_ratio_k{mr[-1]['k']}_vs_k{mr[0]['k']}"] = (
                     mr[-1]["draft_ms_per_step"] / mr[0]["draft_ms_per_step"])
-            s[f"{m}.lossless_all"] = all(r["lossless"] is not False for r in mr)
-        none = [r for r in rs if r["method"] == "none"]
-        if none:
-            s["none.tokens_per_s"] = none[0]["tokens_per_s"]
+            s[f"{m}.lossless_all"] = all(r["lossless"] is not False for r in rs if r["method"] == m)
+            ratios = [best[m][i]["tokens_per_s"] / none_tps[i][0]["tokens_per_s"] for i in sweeps if none_tps[i]]
+            if ratios:
+                s[f"{m}.speedup_vs_none_at_best_k"] = _min_med_max(ratios)
+        if any(none_tps.values()):
+            s["none.tokens_per_s"] = statistics.median(r[0]["tokens_per_s"] for r in none_tps.values() if r)
         if {"eagle3", "peagle"} <= set(methods):
-            s["speedup_peagle_over_eagle3_at_best_k"] = s["peagle.best_tokens_per_s"] / s["eagle3.best_tokens_per_s"]
-            if none:
-                s["peagle.speedup_vs_none_at_best_k"] = s["peagle.best_tokens_per_s"] / s["none.tokens_per_s"]
-                s["eagle3.speedup_vs_none_at_best_k"] = s["eagle3.best_tokens_per_s"] / s["none.tokens_per_s"]
+            ratio = [best["peagle"][i]["tokens_per_s"] / best["eagle3"][i]["tokens_per_s"] for i in sweeps]
+            s["peagle_over_eagle3_at_best_k"] = _min_med_max(ratio)
+            s["peagle_over_eagle3_verdict"] = ("peagle faster" if min(ratio) > 1 else
+                                               "eagle3 faster" if max(ratio) < 1 else "tie")
         out[ps] = s
     return out
 
 
 def sweep_to_results(target, tokenizer, heads: dict, prompt_sets: dict, ks=range(1, 11), max_new_tokens: int = 64,
                      progress=None, notes: str | None = None, draft_cost: list[dict] | None = None,
-                     deadline: float | None = None, repeats: int = 1) -> dict:
+                     deadline: float | None = None, repeats: int = 1, engine: str = "lean", sweeps: int = 1,
+                     temperature: float = 0.0, decoders: dict | None = None) -> dict:
     """Run :func:`sweep` and wrap it as a ``peagle_nb.results`` document (plus a ``summary`` object)."""
     from peagle_nb import results
 
-    runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, progress=progress, deadline=deadline,
-                 repeats=repeats)
+    runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, temperature, progress=progress,
+                 deadline=deadline, repeats=repeats, engine=engine, sweeps=sweeps, decoders=decoders)
     doc = results.make_results(
         "engine", runs,
         model={"target": getattr(target.config, "_name_or_path", "") or "tiny-target",
                "heads": {m: {"layers": h.config.num_hidden_layers, "trained_k": h.trained_k} for m, h in heads.items()},
                "dtype": str(next(target.parameters()).dtype)},
-        notes=notes or f"batch 1, greedy, {max_new_tokens} new tokens per prompt, ignore EOS; "
-                       "draft/verify ms are wall-clock per verification step; tokens_per_s = generated tokens / "
-                       "wall time of generate() incl. prefill, after one warm-up generation per configuration"
-                       + (f"; fastest of {repeats} runs per prompt" if repeats > 1 else ""))
+        notes=notes or (f"batch 1, {'greedy' if temperature <= 0 else f'temperature {temperature}'}, "
+                        f"{max_new_tokens} new tokens per prompt, ignore EOS; {engine} engine; {sweeps} sweep(s), each "
+                        f"configuration's prompt set timed {repeats} time(s) (tokens_per_s: median, p10, p90, every "
+                        "repeat kept); tokens_per_s = generated tokens / wall time of generate() incl. prefill, after "
+                        "one warm-up generation (and graph capture) per configuration; draft/verify/bookkeeping ms "
+                        "per verification step"))
     doc["summary"] = summarize_sweep(runs)
     if draft_cost:
         doc["draft_cost"] = draft_cost

@@ -18,6 +18,8 @@ class StepStats:
     new_tokens: int  # tokens appended this step (accepted + the target's own token, before truncation)
     draft_ms: float
     verify_ms: float
+    bookkeeping_ms: float = 0.0  # the rest of the step: building the drafter's inputs, acceptance, state, host work
+    wall_ms: float = 0.0  # the whole step, host clock (0.0 where the decoder did not measure it)
 
     @property
     def accepted_positions(self) -> list[bool]:

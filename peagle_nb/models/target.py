@@ -98,17 +98,25 @@ def mask_token_id(tokenizer) -> int:
     return int(tid)
 
 
+# Weight files above this are split into shards (model-0000N-of-0000M.safetensors + an index, which transformers
+# and vLLM both load): every committed file stays under 15 MiB.
+MAX_SHARD_SIZE = "10MB"
+
+
 def save_target(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path: str | Path,
-                dtype: torch.dtype = torch.bfloat16) -> Path:
-    """``save_pretrained`` model (in ``dtype``, bf16 keeps files small) and tokenizer, vLLM-loadable."""
+                dtype: torch.dtype = torch.bfloat16, max_shard_size: str | int = MAX_SHARD_SIZE) -> Path:
+    """``save_pretrained`` model (in ``dtype``, bf16 keeps files small; sharded above ``max_shard_size``) and
+    tokenizer, vLLM-loadable."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    for stale in [*path.glob("model*.safetensors"), *path.glob("model.safetensors.index.json")]:
+        stale.unlink()  # an earlier save with other sharding would leave weights the loader mixes in
     to_save = LlamaForCausalLM(model.config)
     to_save.load_state_dict(model.state_dict())
     to_save.to(dtype)
     to_save.config.dtype = dtype
     to_save.generation_config.do_sample = False
-    to_save.save_pretrained(path, safe_serialization=True)
+    to_save.save_pretrained(path, max_shard_size=max_shard_size)
     tokenizer.save_pretrained(path)
     # An explicit class name every transformers (4.x and 5.x) and vLLM resolve without a model-type lookup.
     cfg_path = path / "tokenizer_config.json"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from peagle_nb.corpus import DOMAINS, load_documents
+from peagle_nb.corpus import DOMAINS
 from peagle_nb.training.drafter_config import DrafterTrainConfig
-from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, sample_prompt_ids
+from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, corpus_prompts
 from peagle_nb.training.runtime import log_line
 
 _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagle in one process: built once)
@@ -19,9 +19,10 @@ _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagl
 
 def data_key(cfg: DrafterTrainConfig, target) -> dict:
     """Everything the data depends on: a cache built with another key is rebuilt."""
-    return {"format": "tokens-v2", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len,
+    return {"format": "tokens-v3", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len,
             "draft_vocab_size": cfg.draft_vocab_size, "prompt_lengths": list(cfg.prompt_lengths),
-            "greedy_fraction": cfg.greedy_fraction, "seed": cfg.seed, "vocab_size": target.config.vocab_size,
+            "greedy_fraction": cfg.greedy_fraction, "sample_temperature": cfg.sample_temperature,
+            "domains": list(DOMAINS), "seed": cfg.seed, "vocab_size": target.config.vocab_size,
             "hidden_size": target.config.hidden_size, "layers": target.config.num_hidden_layers,
             "target": str(cfg.target)}
 
@@ -41,20 +42,12 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
             log_line(f"drafter data: reusing {cfg.data_cache}")
             return DrafterData(**blob["data"]), blob["info"]
         log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
-    n_half = cfg.n_sequences // 2
-    prompts = []
-    for i, domain in enumerate(DOMAINS):
-        n = n_half if i == 0 else cfg.n_sequences - n_half
-        prompts += sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, cfg.prompt_lengths,
-                                     seed=cfg.seed + i)
-    # interleave domains so greedy and sampled continuations both cover both domains
-    g = torch.Generator().manual_seed(cfg.seed)
-    prompts = [prompts[i] for i in torch.randperm(len(prompts), generator=g).tolist()]
+    prompts, labels = corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS)
     t0 = time.time()
     gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
-                                    greedy_fraction=cfg.greedy_fraction, seed=cfg.seed, gen_batch=gen_batch,
-                                    log=log_line)
+                                    greedy_fraction=cfg.greedy_fraction, temperature=cfg.sample_temperature,
+                                    seed=cfg.seed, domain=labels, domains=DOMAINS, gen_batch=gen_batch, log=log_line)
     info["build_seconds"] = round(time.time() - t0, 1)
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()

@@ -14,6 +14,7 @@ from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_results import reevaluate
 from peagle_nb.training.drafter_train import train_drafter
 from peagle_nb.training.runtime import log_line, resolve_device
+from peagle_nb.corpus import DOMAINS
 
 
 def run_mode(cfg: DrafterTrainConfig, args: argparse.Namespace, loss_fn: Callable) -> int:
@@ -58,7 +59,11 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (prompt + continuation)")
     p.add_argument("--draft-vocab-size", type=int, default=None)
     p.add_argument("--greedy-fraction", type=float, default=None,
-                   help="fraction of continuations generated greedily, the rest sampled at T=0.8 (default 1)")
+                   help="fraction of continuations generated greedily (default 0: all sampled)")
+    p.add_argument("--sample-temperature", type=float, default=None,
+                   help="temperature of the sampled continuations (default 1: the target's own distribution)")
+    p.add_argument("--exclude-domain", action="append", default=None, choices=DOMAINS,
+                   help="train without this corpus domain's sequences (repeatable; e.g. ja)")
     p.add_argument("--data-cache", type=Path, default=None, help="save/reuse the generated data here")
     p.add_argument("--data-only", action="store_true",
                    help="only build the self-distillation data into --data-cache (to share it between runs)")
@@ -85,6 +90,8 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "draft_vocab_size": args.draft_vocab_size, "data_cache": args.data_cache,
                  "eval_prompts": args.eval_prompts, "eval_max_new_tokens": args.eval_max_new_tokens, "seed": args.seed,
                  "intermediate_size": args.intermediate_size, "greedy_fraction": args.greedy_fraction,
+                 "sample_temperature": args.sample_temperature,
+                 "exclude_domains": tuple(args.exclude_domain) if args.exclude_domain else None,
                  "init_from": args.init_from, "val_prompts": args.val_prompts,
                  "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None)}
     if args.smoke:

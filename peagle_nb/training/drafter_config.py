@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from peagle_nb.training.drafter_data import DEFAULT_GREEDY_FRACTION, DEFAULT_SAMPLE_TEMPERATURE
 
 
 @dataclass
@@ -29,7 +30,9 @@ class DrafterTrainConfig:
     n_sequences: int = 4096
     seq_len: int = 256
     prompt_lengths: tuple[int, ...] = (16, 24, 32, 40, 48)
-    greedy_fraction: float = 1.0  # greedy continuations: the labels a greedy-evaluated drafter needs at depth
+    greedy_fraction: float = DEFAULT_GREEDY_FRACTION  # 0: every continuation sampled (drafter_data explains why)
+    sample_temperature: float = DEFAULT_SAMPLE_TEMPERATURE
+    exclude_domains: tuple[str, ...] = ()  # train without these corpus domains (the domain-shift experiment)
     gen_batch: int | None = None  # sequences generated at once (default: 4096 on CUDA, 64 on CPU)
     data_cache: Path | None = None
     init_from: Path | None = None  # continue training this exported head (same shapes)

@@ -37,9 +37,9 @@ def heldout_prompt_sets(tokenizer, n: int | None, seed: int = 0) -> dict[str, li
 
 
 def validation_prompt_sets(tokenizer, n: int, seed: int = 0) -> dict[str, list[torch.Tensor]]:
-    """``n`` new prompts per domain cut from corpus-TRAIN documents with a seed no training run uses: for
-    choosing between training runs without looking at the held-out sets the model cards report."""
-    return {f"{domain}-val": sample_prompt_ids(tokenizer, load_documents(domain, "train"), n, (24, 32, 40),
+    """``n`` prompts per domain cut from the corpus's VALIDATION documents: for choosing between training runs
+    without looking at the held-out sets the model cards report."""
+    return {f"{domain}-val": sample_prompt_ids(tokenizer, load_documents(domain, "validation"), n, (24, 32, 40),
                                                seed=seed + 1000 + i)
             for i, domain in enumerate(DOMAINS)}
 

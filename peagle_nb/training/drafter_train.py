@@ -27,7 +27,7 @@ from peagle_nb.models.target import load_target
 from peagle_nb.results import versions
 from peagle_nb.training.drafter_cache import get_data
 from peagle_nb.training.drafter_config import DrafterTrainConfig
-from peagle_nb.training.drafter_data import TargetTeacher
+from peagle_nb.training.drafter_data import TargetTeacher, without_domains
 from peagle_nb.training.drafter_results import evaluate_and_write
 from peagle_nb.training.head_init import make_head
 from peagle_nb.training.runtime import device_name, log_line, resolve_device
@@ -43,6 +43,8 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
     target, tokenizer = load_target(cfg.target, device=device)
     target.requires_grad_(False)
     data, data_info = get_data(cfg, target, tokenizer)
+    data, data_info = without_domains(data, data_info, tuple(cfg.exclude_domains), target.config.vocab_size,
+                                      log_line)
     tokens = data.tokens.to(device)
     head = make_head(cfg, target, tokenizer, data.draft_ids).to(device)
     # soft labels over the head's draft vocabulary

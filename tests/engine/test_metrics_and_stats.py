@@ -56,13 +56,14 @@ def test_evaluate_record(setup):
         pass
 
     head = OracleHead(t, prompt + ref, "eagle3")
-    rec = evaluate(t, Tok(), head, "eagle3", 3, [prompt], max_new_tokens=30)
+    rec = evaluate(t, Tok(), head, "eagle3", 3, [prompt], max_new_tokens=30, engine="reference")  # the oracle
+    # drives the reference engine (the lean engine reads a real head's weights)
     for key in ("method", "k", "n_prompts", "tau", "accept_rate_per_position", "tokens_per_s",
                 "draft_ms_per_step", "verify_ms_per_step", "lossless"):
         assert key in rec
     assert rec["lossless"] is True and rec["k"] == 3 and len(rec["accept_rate_per_position"]) == 3
     assert rec["tau"] == pytest.approx(4.0, abs=0.5)  # the oracle is right everywhere
-    base = evaluate(t, Tok(), None, "none", 1, [prompt], max_new_tokens=30)
+    base = evaluate(t, Tok(), None, "none", 1, [prompt], max_new_tokens=30, engine="reference")
     assert base["k"] == 0 and base["tau"] == 1.0 and base["lossless"] is True
 
     s = summarize_sweep([{"prompt_set": "x", **base}, {"prompt_set": "x", **rec}])
@@ -79,5 +80,27 @@ def test_lossless_flag_catches_a_broken_engine(setup, monkeypatch):
 
     monkeypatch.setattr(dec_mod, "verify_greedy", always_accept)
     head = OracleHead(t, [], "peagle", soft_scale=3.0)
-    rec = evaluate(t, None, head, "peagle", 3, [prompt], max_new_tokens=20, warmup=False)
+    rec = evaluate(t, None, head, "peagle", 3, [prompt], max_new_tokens=20, warmup=False, engine="reference")
     assert rec["lossless"] is False
+
+
+def test_lossless_flag_catches_a_broken_lean_engine(monkeypatch):
+    """The lean engine's output is checked against the reference engine's plain decoding: a lean verification
+    that keeps every draft must show up as lossless=False."""
+    import torch
+
+    import peagle_nb.engine.lean.decoder as lean_mod
+    from peagle_nb.models.heads import DraftHead, config_for_target
+    from tests.engine.helpers import tiny_target
+
+    t = tiny_target(dtype=torch.float32)
+    head = DraftHead(config_for_target(t.config, "peagle", num_layers=2, draft_vocab_size=32, mask_token_id=63,
+                                       trained_k=4)).eval()
+
+    def keep_everything(drafts, target_tokens, check_values=None):
+        return (torch.full((1,), drafts.shape[1], dtype=torch.int32), target_tokens[:, -1],
+                torch.zeros(1, dtype=torch.int32))
+
+    monkeypatch.setattr(lean_mod, "greedy_verify", keep_everything)
+    rec = evaluate(t, None, head, "peagle", 3, [[5, 6, 7, 8]], max_new_tokens=20, warmup=False)
+    assert rec["engine"] == "lean" and rec["lossless"] is False

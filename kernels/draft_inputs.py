@@ -92,7 +92,13 @@ class _Request(NamedTuple):
 
 
 @triton.jit
-def _request_outputs(req, K, out, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
+def _request_outputs(
+    req,  # _Request: the tile's per-request values
+    K,  # drafts per request
+    out,  # DraftInputs: output pointers (query_start_loc [B+1], sample_indices [B*K] written here)
+    REQS: tl.constexpr,  # requests per program
+    BLOCK_K: tl.constexpr,  # next_pow2(K)
+):
     """The drafter's query_start_loc, and -1 sample indices for empty requests (inlined into the kernel)."""
     tl.store(out.query_start_loc + req.rs + 1, req.qe + (req.rs + 1) * (K - 1), mask=req.per_request)
     tl.store(out.query_start_loc + req.rs, req.qs, mask=req.per_request & (req.rs == 0))
@@ -102,8 +108,18 @@ def _request_outputs(req, K, out, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _draft_rows(start, req, batch, out, N_in, K, mask_id, pad_id, pad_slot, max_len, BLOCK_SIZE: tl.constexpr,
-                BLOCK_T: tl.constexpr, REQUEST_OUTPUTS: tl.constexpr, REQS: tl.constexpr, BLOCK_K: tl.constexpr):
+def _draft_rows(
+    start,  # first row of this block, counted from each request's first output row
+    req,  # _Request: the tile's per-request values
+    batch,  # _Batch: input pointers (token_ids [N_in], block_table [>=B, n_blocks] read here)
+    out,  # DraftInputs: output pointers ([N_out] rows, sample_indices [B*K], hidden_state_mapping [N_in])
+    N_in, K, mask_id, pad_id, pad_slot, max_len,  # as in draft_inputs_kernel
+    BLOCK_SIZE: tl.constexpr,  # KV block size
+    BLOCK_T: tl.constexpr,  # rows per request in this block
+    REQUEST_OUTPUTS: tl.constexpr,  # also store the per-request outputs (the one-pass launch)
+    REQS: tl.constexpr,  # requests per program
+    BLOCK_K: tl.constexpr,  # next_pow2(K)
+):
     """Rows ``start .. start + BLOCK_T - 1`` of the tile's requests (inlined into the kernel); with
     ``REQUEST_OUTPUTS`` (one pass: each program calls this once) also the per-request outputs."""
     qs2, qlen2, nv2 = req.qs[:, None], req.qlen[:, None], req.nv

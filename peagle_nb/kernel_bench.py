@@ -324,8 +324,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden-size", type=_positive, default=None)
     p.add_argument("--smoke", action="store_true", help="small correctness sweep (CPU dry run)")
     p.add_argument("--repeat-into", type=Path, default=None, metavar="FILE",
-                   help="run again and attach this run's headline figures to FILE (an earlier results file of the "
-                        "same machine) as its 'repeat', to put the run-to-run spread on record; its runs are not kept")
+                   help="run again and attach this run (its runs and summary) to FILE, an earlier results file "
+                        "of the same machine, as its 'repeat': the run-to-run spread on record")
 
 
 def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]:
@@ -348,13 +348,15 @@ def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]
 
 
 def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
-    """Store ``doc``'s summary in the results file ``path`` as ``repeat`` (same device required)."""
+    """Store ``doc`` (runs, summary, machine, versions, generator) in the results file ``path`` as its
+    ``repeat`` (same device required)."""
     from peagle_nb.results import write_results
 
     first = check_repeat_target(path, doc["machine"].get("device"))
     first["repeat"] = {"created": doc["created"], "what": "the same benchmark run again right after, in a new "
-                       "process on the same machine, to show the run-to-run spread (its runs are not kept; its "
-                       "headline figures are)", "summary": summarize(doc)}
+                       "process on the same machine, to show the run-to-run spread: its runs, and the summary "
+                       "`summarize` makes of them", "machine": doc["machine"], "versions": doc["versions"],
+                       "generator": doc["generator"], "runs": doc["runs"], "summary": summarize(doc)}
     write_results(path, first)
     return first
 
@@ -368,7 +370,7 @@ def run(args) -> int:
         doc = make_results("kernels", run_benchmarks(batch_sizes=args.batch_sizes, ks=args.ks,
                                                      hidden_size=args.hidden_size, smoke=args.smoke))
         attach_repeat(args.repeat_into, doc)
-        print(f"attached this run's summary to {args.repeat_into} as 'repeat'")
+        print(f"attached this run to {args.repeat_into} as its 'repeat'")
         path = args.repeat_into
     else:
         path, doc = write_kernel_results(args.out, batch_sizes=args.batch_sizes, ks=args.ks,

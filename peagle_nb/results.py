@@ -9,6 +9,7 @@ benchmarks (05, 06) and published anchor numbers (07) are all stored as::
       "created": "2026-12-02T10:00:00Z",
       "machine": {"device": "NVIDIA H200" | "cpu", "cpu_count": 2, "platform": "...", ...},
       "versions": {"python": "3.11.7", "torch": "...", "triton": "...", "vllm": "...", "peagle_nb": "..."},
+      "generator": "python -m peagle_nb.kernel_bench --batch-sizes 1 8",  # the command that wrote the file
       "model": {"target": "...", "head": "..."},           # optional, free-form
       "notes": "...",                                     # optional
       "runs": [ {<one flat record per measured configuration>}, ... ]
@@ -19,8 +20,9 @@ added freely): ``method`` ("none" | "eagle3" | "peagle"), ``k``, ``concurrency``
 ``prompt_set``, ``n_prompts``, ``temperature``, ``tau`` (mean tokens per verification step, bonus
 included), ``accept_rate_per_position`` (list of K), ``tokens_per_s``, ``draft_ms_per_step``,
 ``verify_ms_per_step``, ``step_ms``, ``ttft_ms``, ``tpot_ms``, ``lossless``; published records add
-``source_ref`` (where the number comes from). A user can drop their own file in the same format
-into ``data/results/`` or pass it to the comparison notebook (07).
+``source_ref`` (where the number comes from). Any summary a file stores beside its runs is recomputable
+from those runs by the generator's code (``tests/test_provenance.py`` checks every committed file). A user can
+drop their own file in the same format into ``data/results/`` or pass it to the comparison notebook (07).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import importlib.metadata as _md
 import json
 import os
 import platform
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +74,18 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def generator_command() -> str:
+    """The command this process runs, as a user would type it: ``peagle-nb eval --sweep ...`` or
+    ``python -m peagle_nb.kernel_bench ...`` (recorded in every results file it writes)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:  # python -m package.module
+        head = ["python", "-m", spec.name.removesuffix(".__main__")]
+    else:
+        head = [Path(sys.argv[0]).name] if sys.argv and sys.argv[0] else ["python"]
+    return shlex.join(head + sys.argv[1:])
+
+
 def make_results(source: str, runs: list[dict[str, Any]], model: dict | None = None, notes: str | None = None,
                  machine: dict | None = None) -> dict[str, Any]:
     doc = {
@@ -78,6 +94,7 @@ def make_results(source: str, runs: list[dict[str, Any]], model: dict | None = N
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine or machine_info(),
         "versions": versions(),
+        "generator": generator_command(),
         "runs": runs,
     }
     if model:

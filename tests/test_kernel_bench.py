@@ -31,13 +31,17 @@ def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     assert {r["batch_size"] for r in doc["runs"] if r.get("variant") == "triton"} == {1, 3}
     assert {"draft_inputs.max_over_floor_upto_256", "draft_inputs_positions.max_over_floor_upto_256"} <= set(s)
     assert any(r["variant"] == "launch_floor" for r in doc["runs"])  # the floor every ratio divides by
-    # --repeat-into: a second run's headline figures join the first file; its runs do not
+    # --repeat-into: a second run joins the first file as its 'repeat': its own runs and the summary made of them
     proc = subprocess.run([sys.executable, "-m", "peagle_nb.kernel_bench", "--smoke", "--repeat-into", str(out),
                            "--batch-sizes", "1", "--ks", "2"], cwd=repo_root, env=env, capture_output=True,
                           text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = read_results(out)
-    assert again["runs"] == doc["runs"] and again["repeat"]["summary"]["draft_inputs.max_abs_diff"] == 0
+    repeat = again["repeat"]
+    assert again["runs"] == doc["runs"] and repeat["runs"] and repeat["runs"] != doc["runs"]
+    assert repeat["summary"] == summarize({"runs": repeat["runs"], "machine": repeat["machine"]})
+    assert repeat["summary"]["draft_inputs.max_abs_diff"] == 0
+    assert repeat["generator"].startswith("python -m peagle_nb.kernel_bench") and repeat["versions"]["torch"]
 
 
 def _doc(draft_inputs_variants):

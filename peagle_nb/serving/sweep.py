@@ -18,7 +18,8 @@ from peagle_nb.serving.config import check_local_head, speculative_config
 from peagle_nb.serving.metrics import delta
 
 
-_TIMING_KEYS = ("wall_s", "tokens_per_s", "request_throughput", "ttft_ms", "tpot_ms", "cpu_s", "tokens_per_cpu_s")
+_TIMING_KEYS = ("wall_s", "tokens_per_s", "request_throughput", "ttft_ms", "tpot_ms", "cpu_s", "tokens_per_cpu_s",
+                "ttft_ms_requests", "tpot_ms_requests")
 
 
 def run_level(llm, prompt_ids: Sequence[list[int]], concurrency: int, max_tokens: int,
@@ -26,16 +27,18 @@ def run_level(llm, prompt_ids: Sequence[list[int]], concurrency: int, max_tokens
     """One concurrency level on a running engine -> a flat run record (throughput, TTFT, TPOT, tau).
 
     With ``repeats`` > 1 the level runs that many times and the fastest repeat's timings are kept: on a
-    shared CPU the slower repeats measure the neighbours, not the engine. Acceptance is deterministic at
-    temperature 0 and is taken from the first repeat."""
-    best = None
+    shared CPU the slower repeats measure the neighbours, not the engine (every repeat's wall time is kept in
+    ``wall_s_repeats``). Acceptance is deterministic at temperature 0 and is taken from the first repeat."""
+    best, walls = None, []
     for i in range(repeats):
         run, outputs = _run_level_once(llm, prompt_ids, concurrency, max_tokens)
+        walls.append(run["wall_s"])
         if best is None:
             best, first_outputs = run, outputs
         elif run["wall_s"] < best["wall_s"]:
             best = {**best, **{k: run[k] for k in _TIMING_KEYS}}
     best["repeats"] = repeats
+    best["wall_s_repeats"] = walls
     return best, first_outputs
 
 
@@ -60,14 +63,16 @@ def _run_level_once(llm, prompt_ids, concurrency, max_tokens):
     cpu = time.process_time() - c0
     d = delta(before, offline.spec_metrics(llm))
     tokens = sum(len(o) for o in outputs)
+    ttft_ms, tpot_ms = [1000 * t for t in ttft], [1000 * t for t in tpot]  # per request, kept beside their means
     run = {"concurrency": concurrency, "n_prompts": len(prompt_ids), "max_tokens": max_tokens, "temperature": 0.0,
            "output_tokens": tokens, "wall_s": wall, "tokens_per_s": tokens / wall, "cpu_s": cpu,
            "tokens_per_cpu_s": tokens / cpu if cpu > 0 else None,
            "request_throughput": len(outputs) / wall,
-           "ttft_ms": 1000 * statistics.fmean(ttft) if ttft else None,
-           "tpot_ms": 1000 * statistics.fmean(tpot) if tpot else None,
+           "ttft_ms": statistics.fmean(ttft_ms) if ttft_ms else None,
+           "tpot_ms": statistics.fmean(tpot_ms) if tpot_ms else None,
+           "ttft_ms_requests": ttft_ms, "tpot_ms_requests": tpot_ms,
            "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],
-           "num_accepted_tokens": d["num_accepted_tokens"]}
+           "num_accepted_tokens": d["num_accepted_tokens"], "accepted_per_position": d["accepted_per_position"]}
     if d["num_drafts"]:
         run["tau"] = d["tau"]
         run["accept_rate_per_position"] = d["accept_rate_per_position"]
@@ -170,10 +175,13 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
                     reference[name] = outs
                     continue
                 d = _delta(before, offline.spec_metrics(llm))
+                # vLLM's counters are kept beside the rates made of them (tests/test_provenance.py recomputes)
                 runs.append({"method": method, "k": k, "concurrency": len(ids), "n_prompts": len(ids),
                              "prompt_set": name, "max_tokens": max_tokens, "temperature": 0.0, "tau": d["tau"],
                              "accept_rate_per_position": d["accept_rate_per_position"],
-                             "num_drafts": d["num_drafts"], "lossless": outs == reference[name],
+                             "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],
+                             "num_accepted_tokens": d["num_accepted_tokens"],
+                             "accepted_per_position": d["accepted_per_position"], "lossless": outs == reference[name],
                              "measures": "acceptance"})
                 log(f"{method:>6} K={k} {name}: tau={d['tau']:.3f} lossless={runs[-1]['lossless']}")
         finally:
@@ -226,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "concurrency = closed-loop groups of requests; timings = fastest of "
                                      f"{a.repeats} repeats; 1-min load average {load_before:.1f} before / "
                                      f"{os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores (a shared CPU makes "
-                                     "tokens/s noisy; tau and pass counts are exact); written by "
-                                     "python -m peagle_nb.serving.sweep")
+                                     "tokens/s noisy; tau and pass counts are exact)")
     results.write_results(a.out, doc)
     print("wrote", a.out)
     return 0

@@ -103,27 +103,6 @@ def _validation(s: dict) -> str:
             + header + rows + "\n")
 
 
-def _budget_experiment(s: dict) -> str:
-    """A recorded "train longer" experiment (``budget_experiment`` in the log): K=7 tau of each run, and the gap."""
-    e = s.get("budget_experiment")
-    if not e:
-        return ""
-    sets = list(e["runs"][0]["tau"])
-    rows = "\n".join(f"| {r['head']} | {r['run']} | {r['steps']} | {r['train_seconds']:.0f} | "
-                     + " | ".join(f"{r['tau'][n][6]:.2f}" for n in sets) + " |" for r in e["runs"])
-    best = lambda head, runs: {n: max(r["tau"][n][6] for r in runs if r["head"] == head) for n in sets}  # noqa: E731
-    first = [r for r in e["runs"] if r["run"].startswith("shipped")]
-    gap0, gap1 = (best("eagle3", first), best("peagle", first)), (best("eagle3", e["runs"]), best("peagle", e["runs"]))
-    gaps = ", ".join(f"{n} {gap0[0][n] - gap0[1][n]:.2f} -> {gap1[0][n] - gap1[1][n]:.2f}" for n in sets)
-    closed = [n for n in sets if gap1[1][n] >= gap1[0][n]]
-    verdict = (f"P-EAGLE catches up on {', '.join(closed)}" if closed else
-               "narrows" if all(gap1[0][n] - gap1[1][n] < gap0[0][n] - gap0[1][n] for n in sets) else "does not narrow")
-    return (f"\n## Training longer ({e['date']}, {e['device']})\n\n{e['what']}\n\n"
-            f"| head | run | steps in all | seconds in all | " + " | ".join(f"{n} tau K=7" for n in sets) + " |\n"
-            + "|---" * (4 + len(sets)) + "|\n" + rows + f"\n\nEAGLE-3's lead at K=7 (best run of each head: {gaps}): "
-            f"{verdict}.\n\n```bash\n{e['command']}\n```\n")
-
-
 def drafter_card(s: dict, compare: dict | None = None) -> str:
     """The head's ``README.md``, written from the training summary (all numbers measured by this run)."""
     c, h, d = s["config"], s["head_config"], s["data"]
@@ -212,7 +191,7 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
 {measured}
 
 {_acceptance_tables(s['acceptance'])}
-{_comparison(s, compare)}{_budget_experiment(s)}{_validation(s)}
+{_comparison(s, compare)}{_validation(s)}
 ## Training curve
 
 | step | seconds | loss | depth-0 accuracy |

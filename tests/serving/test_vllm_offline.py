@@ -50,6 +50,10 @@ def test_vllm_counters_are_consistent(vllm_runs, tiny_models):
         assert len(run["accept_rate_per_position"]) == k
         rates = run["accept_rate_per_position"]
         assert all(a >= b for a, b in zip(rates, rates[1:]))  # unconditional rates cannot grow with depth
+        # the raw data each summary is made of is kept in the record (tests/test_provenance.py recomputes it)
+        assert [c / run["num_drafts"] for c in run["accepted_per_position"]] == rates
+        assert run["wall_s"] == min(run["wall_s_repeats"]) and len(run["ttft_ms_requests"]) == run["n_prompts"]
+        assert run["ttft_ms"] == pytest.approx(sum(run["ttft_ms_requests"]) / run["n_prompts"])
 
 
 def test_acceptance_length_matches_the_suite_engine(vllm_runs, tiny_models, prompt_ids):

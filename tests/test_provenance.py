@@ -1,0 +1,197 @@
+"""Every recorded number is reproducible from what is committed beside it: each results file in data/results/
+names the machine, the versions and the command that wrote it, every summary it stores is recomputed here from
+its raw runs with the current code, and the model cards are re-rendered from their training logs.
+
+A check that a file recorded before its generator kept the needed raw data cannot pass is skipped with the reason
+and the command that re-records it (``RECORDED_BEFORE``); once the file is re-recorded and passes, the test fails
+until its entry is removed, so the list cannot outlive the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import statistics
+from pathlib import Path
+
+import pytest
+
+from peagle_nb import paths, results
+
+RESULTS = sorted(p.name for p in paths.results_dir().glob("*.json"))
+MEASURED = [name for name in RESULTS if name != "published.json"]
+
+RECORDED_BEFORE = {
+    ("engine_cpu.json", "generator"): "written before results files named their generator; re-record with "
+                                      "`peagle-nb eval --sweep --prompts prose --prompts code --repeats 3`",
+    ("engine_h200.json", "generator"): "written before results files named their generator; re-record on the H200 "
+                                       "with `python -m peagle_nb.engine.run_sweep --device cuda --out "
+                                       "data/results/engine_h200.json`",
+    ("engine_cpu.json", "summary"): "recorded by the engine sweep before the lean engine: its runs keep no per-step "
+                                    "accepted counts or per-repeat timings and its summary has the old layout; "
+                                    "re-record with `peagle-nb eval --sweep --prompts prose --prompts code`",
+    ("engine_h200.json", "summary"): "recorded by the engine sweep before the lean engine: its runs keep no "
+                                     "per-step accepted counts or per-repeat timings and its summary has the old "
+                                     "layout; re-record on the H200 with `python -m peagle_nb.engine.run_sweep "
+                                     "--device cuda --out data/results/engine_h200.json`",
+    ("kernels_h200.json", "generator"): "written before results files named their generator; re-record on the "
+                                        "H200 with `peagle-nb kernels-bench`",
+    ("kernels_h200.json", "repeat"): "its 'repeat' keeps only headline figures (written before --repeat-into kept "
+                                     "the repeat's runs); re-record on the H200 with `peagle-nb kernels-bench` then "
+                                     "`peagle-nb kernels-bench --repeat-into data/results/kernels_h200.json`",
+    ("vllm_cpu.json", "generator"): "written before results files named their generator; re-record with "
+                                    "`python -m peagle_nb.serving.sweep`",
+    ("vllm_cpu.json", "raw"): "written before the sweep kept per-request TTFT/TPOT, every repeat's wall time and "
+                              "the acceptance runs' counters; re-record with `python -m peagle_nb.serving.sweep`",
+}
+
+
+def recorded_before(name: str, check: str, run) -> None:
+    """Run ``check`` (raises AssertionError when the file cannot pass it); skip with the reason where the file
+    predates the data it needs, and fail once such a file passes (its entry is stale)."""
+    reason = RECORDED_BEFORE.get((name, check))
+    if reason is None:
+        run()
+        return
+    try:
+        run()
+    except (AssertionError, KeyError) as exc:
+        pytest.skip(f"{name}: {reason} ({type(exc).__name__}: {str(exc)[:120]})")
+    pytest.fail(f"{name} now passes the {check!r} check: remove its entry from RECORDED_BEFORE")
+
+
+def load(name: str) -> dict:
+    return results.read_results(paths.results_dir() / name)
+
+
+def close(a, b, rel=1e-9) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------- provenance
+def _generator_is_this_repository(doc: dict) -> None:
+    from peagle_nb.cli import COMMANDS
+
+    words = shlex.split(doc["generator"])
+    if words[:2] == ["python", "-m"]:
+        module = Path(paths.repo_root(), *words[2].split(".")).with_suffix(".py")
+        assert words[2].startswith("peagle_nb.") and module.is_file(), doc["generator"]
+    else:
+        assert words[0] == "peagle-nb" and words[1] in {name for name, _, _ in COMMANDS}, doc["generator"]
+
+
+@pytest.mark.parametrize("name", MEASURED)
+def test_measured_file_names_machine_versions_and_generator(name):
+    doc = load(name)
+    assert doc["machine"]["device"] and doc["machine"]["platform"] and doc["created"]
+    assert {"python", "torch"} <= set(doc["versions"]) and all(doc["versions"].values())
+    recorded_before(name, "generator", lambda: _generator_is_this_repository(doc))
+
+
+def test_published_numbers_name_their_source():
+    doc = load("published.json")
+    assert doc["source"] == "published"
+    assert all(run.get("source_ref") for run in doc["runs"])  # measured by others: each says where from
+
+
+# ---------------------------------------------------------------------------------------------- engine
+def _engine_file_recomputes(doc: dict) -> None:
+    from peagle_nb import metrics
+    from peagle_nb.engine.evaluate import spread, summarize_sweep
+
+    for run in doc["runs"]:
+        if run["method"] != "none":  # acceptance from the accepted count of every step
+            s = metrics.summarize(run["accepted_per_step"], run["k"])
+            assert run["steps"] == s["steps"] and close(run["tau"], s["tau"]), run
+            assert all(close(a, b) for a, b in zip(run["accept_rate_per_position"], s["accept_rate_per_position"]))
+        sp = spread(run["tokens_per_s_repeats"])  # the timing from every repeat of it
+        assert (run["tokens_per_s"], run["tokens_per_s_p10"], run["tokens_per_s_p90"]) == (
+            sp["median"], sp["p10"], sp["p90"]), run
+    assert doc["summary"] == summarize_sweep(doc["runs"])
+
+
+@pytest.mark.parametrize("name", ["engine_cpu.json", "engine_h200.json"])
+def test_engine_summaries_recompute_from_their_runs(name):
+    doc = load(name)
+    for run in doc["runs"]:  # what every file holds: tau from the per-position rates
+        if run["method"] != "none":
+            assert close(run["tau"], 1 + sum(run["accept_rate_per_position"])), run
+    recorded_before(name, "summary", lambda: _engine_file_recomputes(doc))
+
+
+# ------------------------------------------------------------------------------------------------ vLLM
+def _vllm_run_consistent(run: dict) -> None:
+    if run.get("num_drafts"):
+        accepted = run["num_accepted_tokens"] / run["num_drafts"]
+        assert close(run["tau"], 1 + accepted) and close(sum(run["accept_rate_per_position"]), accepted), run
+        assert run["num_draft_tokens"] == run["k"] * run["num_drafts"], run
+        assert [c / run["num_drafts"] for c in run["accepted_per_position"]] == run["accept_rate_per_position"]
+    if "wall_s" in run:
+        assert close(run["tokens_per_s"], run["output_tokens"] / run["wall_s"]), run
+        assert close(run["request_throughput"], run["n_prompts"] / run["wall_s"]), run
+        assert close(run["tokens_per_cpu_s"], run["output_tokens"] / run["cpu_s"]), run
+        assert run["wall_s"] == min(run["wall_s_repeats"]) and len(run["wall_s_repeats"]) == run["repeats"], run
+        assert close(run["ttft_ms"], statistics.fmean(run["ttft_ms_requests"])), run
+        assert close(run["tpot_ms"], statistics.fmean(run["tpot_ms_requests"])), run
+    if run.get("drafter_passes_per_step") is not None and run["target_passes"]:
+        assert close(run["drafter_passes_per_step"], run["drafter_passes"] / run["target_passes"]), run
+    if "tau_engine" in run:
+        assert close(run["tau_vllm_over_engine"], run["tau"] / run["tau_engine"]), run
+
+
+def test_vllm_runs_recompute_from_their_counters_and_timings():
+    doc = load("vllm_cpu.json")
+    for run in doc["runs"]:  # what every file holds: tau from the per-position rates
+        if run["method"] != "none":
+            assert close(run["tau"], 1 + sum(run["accept_rate_per_position"])), run
+    recorded_before("vllm_cpu.json", "raw", lambda: [_vllm_run_consistent(run) for run in doc["runs"]])
+
+
+# --------------------------------------------------------------------------------------------- kernels
+def test_kernel_rows_and_repeat_recompute():
+    from peagle_nb.kernel_bench import summarize
+
+    doc = load("kernels_h200.json")
+    for run in doc["runs"]:
+        if run["kernel"] == "hidden_expand" and run["variant"] in ("triton", "eager", "reference"):
+            gbs = run["bytes_moved"] / (run["flushed_us"] * 1e-6) / 1e9
+            assert close(run["achieved_gbs"], gbs) and close(run["fraction_of_copy"], gbs / run["copy_gbs"]), run
+    summarize(doc)  # the headline figures are computed from the runs on every read, never stored
+
+    def repeat_recomputes():
+        repeat = doc["repeat"]
+        assert repeat["machine"]["device"] == doc["machine"]["device"] and repeat["versions"]["torch"]
+        assert repeat["summary"] == summarize({"runs": repeat["runs"], "machine": repeat["machine"]})
+
+    recorded_before("kernels_h200.json", "repeat", repeat_recomputes)
+
+
+# ----------------------------------------------------------------------------------------- model cards
+@pytest.mark.parametrize("name", ["tiny-eagle3", "tiny-peagle"])
+def test_head_cards_render_from_their_training_logs(name):
+    from peagle_nb.training.model_cards import drafter_card
+
+    folder = paths.models_dir() / name
+    log = json.loads((folder / "training_log.json").read_text())
+    compare = None
+    if log["kind"] == "peagle":  # the P-EAGLE card compares with the EAGLE-3 head beside it
+        compare = json.loads((folder.parent / "tiny-eagle3" / "training_log.json").read_text())["acceptance"]
+    assert (folder / "README.md").read_text() == drafter_card(log, compare)
+    for result in log["acceptance"].values():  # tau and a_j of each K are one measurement
+        for r in result.values():
+            assert close(r["tau"], 1 + sum(r["accept_rate_per_position"])), r
+
+
+def test_target_card_renders_from_its_training_log():
+    from peagle_nb.training.target import model_card
+
+    folder = paths.models_dir() / "tiny-target"
+    log = json.loads((folder / "training_log.json").read_text())
+
+    def renders():
+        assert (folder / "README.md").read_text() == model_card(log)
+
+    recorded_before("tiny-target", "card", renders)

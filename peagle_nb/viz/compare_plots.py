@@ -90,7 +90,7 @@ def drafting_time(scn: Scenario, concurrency: int = 1, k: int | None = None, sho
                 fig.add_scatter(x=x, y=y, mode="markers", name=f"{NAMES[m]} ({scn.source})",
                                 marker=dict(color=COLORS[m], size=9, symbol="diamond"))
     if show_model:
-        fig.add_scatter(x=ks, y=[scn.cost.verify_ms(concurrency * (x + 1)) for x in ks], mode="lines",
+        fig.add_scatter(x=ks, y=[scn.cost.verify_ms(concurrency * (x + 1), concurrency) for x in ks], mode="lines",
                         name="verification (model)", line=dict(color=COLORS["none"], dash="dash"))
     return _layout(fig, f"Drafting time vs K (concurrency {concurrency})", "K", "ms per step", k)
 

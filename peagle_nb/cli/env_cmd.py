@@ -10,15 +10,18 @@ def add_arguments(p) -> None:
 
 
 def report(caps) -> dict:
-    """Capabilities plus, per notebook, whether its full configuration can run here."""
+    """Capabilities plus, per notebook, whether its full configuration can run here and which mode a
+    notebook left at ``SMOKE = None`` picks (``peagle_nb.notebook.modes.decide_smoke``)."""
     from peagle_nb.capabilities import can_run_full
+    from peagle_nb.notebook.modes import decide_smoke
     from peagle_nb.notebook.series import SERIES
 
     plan = []
     for spec in SERIES:
-        ok, why = can_run_full(caps, spec.full_needs)
-        plan.append({"notebook": spec.filename, "full": ok, "mode": "full" if ok else "smoke",
-                     "reason": "all requirements present" if ok else why})
+        ok, _ = can_run_full(caps, spec.full_needs)
+        smoke, why = decide_smoke(spec, caps)
+        plan.append({"notebook": spec.filename, "full": ok, "mode": "smoke" if smoke else "full",
+                     "reason": why, "full_cost": spec.full_cost})
     return {"capabilities": caps.to_dict(), "notebooks": plan}
 
 

@@ -55,8 +55,8 @@ FIRST_SCREEN = "# demo\n\nFull mode costs one more print; `SMOKE = None` picks t
 
 
 def _clean(tmp_path: Path, name="00_demo.ipynb") -> Path:
-    return write_notebook(tmp_path / name, [md(FIRST_SCREEN), params("SMOKE = None\nK = 7"),
-                                            code("from peagle_nb.notebook import record\nprint(K if SMOKE else 2 * K)")])
+    first_code = "from peagle_nb.notebook import record\nprint(K if SMOKE else 2 * K)"
+    return write_notebook(tmp_path / name, [md(FIRST_SCREEN), params("SMOKE = None\nK = 7"), code(first_code)])
 
 
 def _edit(path: Path, fn) -> Path:

@@ -41,9 +41,11 @@ def format_table(rep: dict) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")
-    lines.append("Notebook".ljust(44) + "mode   why")
+    name_w = max(len(n["notebook"]) for n in rep["notebooks"]) + 2
+    lines.append("Notebook".ljust(name_w) + "mode   why (a notebook left at SMOKE = None picks this mode)")
     for n in rep["notebooks"]:
-        lines.append(f"{n['notebook'].ljust(44)}{n['mode'].ljust(7)}{n['reason']}")
+        why = n["reason"].split(": ", 1)[-1]
+        lines.append(f"{n['notebook'].ljust(name_w)}{n['mode'].ljust(7)}{why}")
     for p in c["problems"]:
         lines.append(f"WARNING: {p}")
     return "\n".join(lines)

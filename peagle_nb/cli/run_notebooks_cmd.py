@@ -5,7 +5,8 @@ from __future__ import annotations
 
 def add_arguments(p) -> None:
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--smoke", action="store_true", help="small configuration that runs on a 2-core CPU, every notebook")
+    mode.add_argument("--smoke", action="store_true",
+                      help="small configuration that runs on a 2-core CPU, every notebook")
     mode.add_argument("--full", action="store_true", help="full configuration, every notebook")
     p.add_argument("--only", nargs="+", metavar="NN", help="run only these notebooks (numbers or names)")
     p.add_argument("--out", default="build/notebooks",

@@ -181,9 +181,10 @@ def best_k_check(pf: PublishedFit, best: dict[str, dict]) -> list[dict]:
         for c in sorted(a["ratio"]):
             for m in SPEC_METHODS:
                 pub = best[m]
-                model_k = best_of(pf.cost, pf.curves[w][m], m, c, pub["k_swept"])["k"]
+                curve = pf.curves[w][m]
+                model_k = best_of(pf.cost, curve, m, c, pub["k_swept"])["k"]
                 row = {"workload": w, "concurrency": c, "method": m, "published_best_k": pub["k"],
-                       "model_best_k": model_k, "model_best_k_1_10": best_of(pf.cost, pf.curves[w][m], m, c, ALL_K)["k"],
+                       "model_best_k": model_k, "model_best_k_1_10": best_of(pf.cost, curve, m, c, ALL_K)["k"],
                        "match": model_k == pub["k"], "caveat": pub["caveat"]}
                 row["why"] = None if row["match"] else explain_miss(pf, w, c, m, pub["k"], model_k, pub["caveat"])
                 rows.append(row)

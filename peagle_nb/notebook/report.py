@@ -97,7 +97,8 @@ def add_static_images(notebooks: Sequence[dict]) -> tuple[int, str | None]:
 
 def _plot_html(spec: dict, png_b64: str | None, div_id: str) -> str:
     if png_b64:
-        fallback = f'<img class="plot-fallback" alt="static image of this figure" src="data:image/png;base64,{png_b64}">'
+        fallback = ('<img class="plot-fallback" alt="static image of this figure" '
+                    f'src="data:image/png;base64,{png_b64}">')
     else:
         fallback = '<p class="plot-fallback">This figure is drawn by JavaScript (no static image was made).</p>'
     payload = json.dumps({"data": spec.get("data", []), "layout": spec.get("layout", {})}).replace("</", "<\\/")

@@ -55,7 +55,8 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("05", "serve_peagle_in_vllm",
                  "Serve a P-EAGLE head in real vLLM: the head checkpoint, the speculative config field by field, "
                  "offline generation (lossless, one drafter pass per step), the OpenAI-compatible server, "
-                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a GPU.",
+                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE "
+                 "on a GPU.",
                  ("vllm",), 480, "6 prompts x 48 tokens instead of 2 x 16 (9x the generated tokens) through real vLLM "
                  "and concurrency 1 and 4 instead of 1 and 2"),
     NotebookSpec("06", "deploy_to_sagemaker_ai",

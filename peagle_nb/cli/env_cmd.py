@@ -10,15 +10,18 @@ def add_arguments(p) -> None:
 
 
 def report(caps) -> dict:
-    """Capabilities plus, per notebook, whether its full configuration can run here."""
+    """Capabilities plus, per notebook, whether its full configuration can run here and which mode a
+    notebook left at ``SMOKE = None`` picks (``peagle_nb.notebook.modes.decide_smoke``)."""
     from peagle_nb.capabilities import can_run_full
+    from peagle_nb.notebook.modes import decide_smoke
     from peagle_nb.notebook.series import SERIES
 
     plan = []
     for spec in SERIES:
-        ok, why = can_run_full(caps, spec.full_needs)
-        plan.append({"notebook": spec.filename, "full": ok, "mode": "full" if ok else "smoke",
-                     "reason": "all requirements present" if ok else why})
+        ok, _ = can_run_full(caps, spec.full_needs)
+        smoke, why = decide_smoke(spec, caps)
+        plan.append({"notebook": spec.filename, "full": ok, "mode": "smoke" if smoke else "full",
+                     "reason": why, "full_cost": spec.full_cost})
     return {"capabilities": caps.to_dict(), "notebooks": plan}
 
 
@@ -38,9 +41,11 @@ def format_table(rep: dict) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines.append("")
-    lines.append("Notebook".ljust(44) + "mode   why")
+    name_w = max(len(n["notebook"]) for n in rep["notebooks"]) + 2
+    lines.append("Notebook".ljust(name_w) + "mode   why (a notebook left at SMOKE = None picks this mode)")
     for n in rep["notebooks"]:
-        lines.append(f"{n['notebook'].ljust(44)}{n['mode'].ljust(7)}{n['reason']}")
+        why = n["reason"].split(": ", 1)[-1]
+        lines.append(f"{n['notebook'].ljust(name_w)}{n['mode'].ljust(7)}{why}")
     for p in c["problems"]:
         lines.append(f"WARNING: {p}")
     return "\n".join(lines)

@@ -1,14 +1,19 @@
-"""``peagle-nb run-notebooks [--smoke] [--only NN ...] [--out DIR]``."""
+"""``peagle-nb run-notebooks [--smoke | --full] [--only NN ...] [--out DIR]``."""
 
 from __future__ import annotations
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--smoke", action="store_true", help="small configuration that runs on a 2-core CPU")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--smoke", action="store_true",
+                      help="small configuration that runs on a 2-core CPU, every notebook")
+    mode.add_argument("--full", action="store_true", help="full configuration, every notebook")
     p.add_argument("--only", nargs="+", metavar="NN", help="run only these notebooks (numbers or names)")
-    p.add_argument("--out", default="build/notebooks", help="folder for executed notebooks and summary.json")
+    p.add_argument("--out", default="build/notebooks",
+                   help="folder for executed notebooks, summary.json and report.html")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failing notebook")
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every notebook's time budget")
+    p.add_argument("--no-report", action="store_true", help="skip the HTML report of the executed series")
 
 
 def run(args) -> int:
@@ -19,8 +24,12 @@ def run(args) -> int:
         return 2
     from peagle_nb.notebook.runner import run_series
 
-    summary = run_series(args.smoke, args.out, args.only, args.fail_fast, args.timeout_scale)
+    smoke = True if args.smoke else False if args.full else None  # None: each notebook's default here
+    summary = run_series(smoke, args.out, args.only, args.fail_fast, args.timeout_scale,
+                         report=not args.no_report)
     print(f"summary: {args.out}/summary.json")
+    if summary.get("report"):
+        print(f"report: {summary['report']} (open it in any browser; works offline)")
     if summary["failed"]:
         for nb in summary["notebooks"]:
             if nb["status"] != "ok":

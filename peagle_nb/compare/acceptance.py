@@ -66,17 +66,42 @@ def alpha_from_tau(tau: float, k: int, decay: float = 1.0) -> float:
     return (lo + hi) / 2
 
 
-def fit_decay(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
-    """Fit ``(alpha, decay)`` to several (K, tau) points of one head (least squares in log tau, grid)."""
+DECAY_BOUNDS = (0.5, 1.5)  # per-position change of the conditional rate: a wide, physical range
+
+
+def fit_acceptance(points: Sequence[tuple[int, float]]):
+    """Fit ``alpha`` and ``decay`` of :func:`tau_geometric` to (K, tau) points of ONE head (least squares in
+    log tau, continuous, ``alpha`` in [0, 1], ``decay`` in :data:`DECAY_BOUNDS`). Two points (e.g. the
+    published tau at K=3 and K=7) determine both exactly. Returns a :class:`~peagle_nb.compare.fitting.Fit`
+    (``params["alpha"]``, ``params["decay"]``, ``at_bound``)."""
+    from peagle_nb.compare.fitting import least_squares
+
     if len(points) < 2:
-        raise ValueError("fit_decay needs tau at two or more K")
-    best = (float("inf"), 0.0, 1.0)
-    for decay in [0.9 + 0.0025 * i for i in range(41)]:
-        for alpha in [0.5 + 0.0025 * i for i in range(201)]:
-            err = sum(math.log(tau_geometric(alpha, k, decay) / t) ** 2 for k, t in points)
-            if err < best[0]:
-                best = (err, alpha, decay)
-    return best[1], best[2]
+        raise ValueError("fit_acceptance needs tau at two or more K")
+    for k, t in points:
+        if not 1.0 <= t <= k + 1:
+            raise ValueError(f"fit_acceptance: tau={t} at K={k} must lie in [1, K+1]")
+
+    def residuals(p):
+        return [math.log(tau_geometric(p["alpha"], k, p["decay"]) / t) for k, t in points]
+
+    starts = [(a, d) for a in (0.6, 0.8, 0.95) for d in (0.9, 1.0)]
+    return least_squares(residuals, ("alpha", "decay"), (0.0, DECAY_BOUNDS[0]), (1.0, DECAY_BOUNDS[1]), starts)
+
+
+def fit_decay(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """``(alpha, decay)`` of :func:`fit_acceptance`."""
+    fit = fit_acceptance(points)
+    return fit.params["alpha"], fit.params["decay"]
+
+
+def curve_through(points: Sequence[tuple[int, float]], label: str = "", positions: int = 32) -> AcceptanceCurve:
+    """The curve of one head through its published (K, tau) points (e.g. K=3 and K=7): its own alpha and
+    depth decay, nothing borrowed from another head."""
+    alpha, decay = fit_decay(points)
+    rates = geometric_rates(alpha, positions, decay)
+    return AcceptanceCurve(tuple(rates), min(1.0, alpha * decay ** (positions - 1)),
+                           label or " ".join(f"tau={t} at K={k}" for k, t in points), 0)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def measured_best(runs: Sequence[dict]) -> list[dict]:
 def tau_same_prompts_check(runs: Sequence[dict]) -> list[dict]:
     """Runs of an end-to-end file that also carry ``tau_engine`` (the suite's engine on the SAME prompts,
     generation length and K, see ``peagle_nb.serving.sweep``): the acceptance length vLLM counted vs the
-    engine's. Same heads and inputs, greedy: these should agree (issue 5 allows 10%)."""
+    engine's. Same heads and inputs, greedy: these should agree."""
     rows, seen = [], set()
     for r in runs:
         if r.get("tau") and r.get("tau_engine") and r.get("method") in ("eagle3", "peagle"):

@@ -26,7 +26,7 @@ def predict(cost: StepCost, curve: AcceptanceCurve | None, method: str, k: int, 
         if curve is None:
             raise ValueError(f"predict({method!r}): an acceptance curve is needed for speculative decoding")
         tau = curve.tau(k)
-        draft, verify = cost.draft_ms(method, k, concurrency), cost.verify_ms(concurrency * (k + 1))
+        draft, verify = cost.draft_ms(method, k, concurrency), cost.verify_ms(concurrency * (k + 1), concurrency)
     step = draft + verify
     return {
         "method": method, "k": k, "concurrency": concurrency, "tau": tau,

@@ -1,134 +1,250 @@
-"""Published anchor numbers (``data/results/published.json``) and the GPU cost profile derived from them.
+"""GPT-OSS-20B on one B200 from the published numbers: a step-time model fitted to some of the blog's
+ratios, checked on the others, and the advisor's best K compared with the blog's.
 
-The P-EAGLE blog reports, for GPT-OSS-20B on one B200, P-EAGLE's speedup over EAGLE-3 (each at its
-best K) at concurrency 1 and 64 on three workloads, and both methods' acceptance length at K=7. It
-does not publish step times, so the GPU profile below is built from hardware arithmetic plus three
-fixed per-pass costs calibrated to those six ratios. Every assumption is listed in
-``GPT_OSS_20B_B200`` and discussed in notebook 07 ("what would change the answer").
+What is published (``data/results/published.json``, built by :mod:`peagle_nb.compare.published_sources`):
+21 throughput ratios P-EAGLE / EAGLE-3 (three workloads x concurrency 1-64, each method at its best K in
+{3, 5, 7}), each head's acceptance length at K=3 and K=7 on each workload, and the best K (P-EAGLE: 7 at
+every concurrency; EAGLE-3: 3, "occasionally shifting toward higher values depending on concurrency").
+No step times: ratios fix only the RELATIVE costs, so the model's absolute times are indicative only.
 
-Assumptions (GPT-OSS-20B: 24 layers, 32 experts, top-4 routing, ~3.6 B active of ~21 B parameters,
-MXFP4 expert weights; B200: ~8 TB/s HBM):
-- acceptance: the conditional rate at depth j is ``alpha * decay**(j-1)``; ``decay`` is fitted to the
-  one published curve over K (amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE, HumanEval tau at K=4, 10,
-  18) and assumed to hold for both GPT-OSS-20B heads; ``alpha`` per method and workload is then
-  solved from the blog's tau at K=7;
-- expert weights (~19.8 B params x 4.25 bits ~ 10.5 GB) stream at 8 TB/s: ``v_expert`` = 1.3 ms for
-  all experts; a pass over n tokens touches a fraction ``1 - (1 - 4/32)^n`` of them;
-- compute per verified token: 2 x 3.6 GFLOP at an achieved ~1 PFLOP/s: ``v1`` = 0.0072 ms;
-- drafter compute per token: EAGLE-3 head (1 layer + 32k draft vocabulary, ~0.25 B params)
-  ``e1`` = 0.0005 ms; P-EAGLE head (4 layers, ~0.55 B) ``p1`` = 0.0011 ms;
-- fixed cost per pass (launches, scheduling, attention, unembedding): target ``v0``, EAGLE-3 draft
-  pass ``e0`` (>= 0.06 ms, its ~0.5 GB of bf16 weights at 8 TB/s), P-EAGLE draft pass ``p0``
-  (>= 0.14 ms, ~1.1 GB): calibrated by grid search to the six blog ratios.
-The best K per method is NOT used in the calibration: it is the check.
+The model (:class:`~peagle_nb.compare.step_model.StepCost`, explained in notebook 07):
+
+- acceptance: each head's own curve through its published tau at K=3 and K=7 (two parameters, two
+  points: :func:`~peagle_nb.compare.acceptance.curve_through`); tau at K=5 is therefore interpolated;
+- every forward pass (target or drafter) costs ``c`` (per pass: scheduling, metadata, sampling,
+  launches) + ``f`` per layer + the time to read its weights once, + ``a`` per request and
+  full-attention layer (reading that request's KV cache) + compute per row;
+- fixed from hardware arithmetic (GPT-OSS-20B: 24 layers, 12 with full attention and 12 with a 128-token
+  window, 32 experts with top-4 routing, ~3.6 B active of ~21 B parameters, MXFP4 experts; B200: ~8 TB/s
+  HBM): weights read per pass (target without experts ~2.4 GB: 0.3 ms; EAGLE-3 head ~0.5 GB: 0.06 ms;
+  P-EAGLE head ~1.1 GB: 0.14 ms); all expert weights (~10.5 GB) stream in 1.3 ms and a pass over n
+  tokens touches a fraction ``1 - (7/8)^n`` of them; a drafter row costs the target's per-token compute
+  ``v1`` times the drafter's share of FLOPs (EAGLE-3 head ~0.5 GFLOP, P-EAGLE head ~1.1 GFLOP, target ~7.2
+  GFLOP per token), two rows per request and draft position (vLLM re-feeds the verified tokens);
+- fitted continuously inside bounds (:mod:`~peagle_nb.compare.fitting`) to the log of the ratios at
+  :data:`FIT_CONCURRENCIES`: ``c``, ``f``, ``a`` and ``v1``. Sharing ``c`` and ``f`` between the three
+  kinds of pass is what makes them identifiable: with a free fixed cost per kind of pass, the ratios
+  only determine the step times at each method's usual best K, not how they split.
+
+The other ratios are the held-out check (:func:`ratio_table`); the best K is not fitted at all: it is
+compared with the blog's, point by point (:func:`best_k_check`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
+import math
+from dataclasses import dataclass, field
 
 from peagle_nb import paths
-from peagle_nb.compare.acceptance import AcceptanceCurve, curve_from_tau, fit_decay
-from peagle_nb.compare.advisor import advise
+from peagle_nb.compare.acceptance import AcceptanceCurve, curve_through
 from peagle_nb.compare.data import load_results, runs_of, select
-from peagle_nb.compare.step_model import StepCost
+from peagle_nb.compare.fitting import Fit, least_squares
+from peagle_nb.compare.predict import predict
+from peagle_nb.compare.step_model import SPEC_METHODS, StepCost
 
 TARGET_20B = "openai/gpt-oss-20b"
-DECAY_HEAD = "amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE"
 TRAINED_K_20B = 10  # amazon/GPT-OSS-20B-P-EAGLE model card
-# v0, e0, p0 below are what calibrate() returns for published.json (tests/compare/test_published.py checks it).
-GPT_OSS_20B_B200 = StepCost(v0=1.0, v1=0.0072, e0=0.22, e1=0.0005, p0=0.14, p1=0.0011, v_expert=1.3,
-                            expert_fraction=4 / 32, label="GPT-OSS-20B on B200 (derived from published numbers)")
-# Floors: a draft pass at least reads its head's weights from HBM (EAGLE-3 ~0.5 GB, P-EAGLE ~1.1 GB in bf16).
-CALIBRATION_GRID = {"v0": np.arange(0.25, 4.001, 0.25), "e0": np.arange(0.06, 1.001, 0.02),
-                    "p0": np.arange(0.14, 1.501, 0.02)}
+SWEPT_K = (3, 5, 7)  # what the blog swept
+ALL_K = tuple(range(1, TRAINED_K_20B + 1))
+FIT_CONCURRENCIES = (1, 4, 16, 64)  # the fit subset; the blog's other concurrencies are held out
+
+V_EXPERT_MS = 1.3
+EXPERT_FRACTION = 4 / 32
+WEIGHTS_MS = {"target": 0.3, "eagle3": 0.06, "peagle": 0.14}  # reading each pass's (non-expert) weights
+LAYERS = {"target": 24, "eagle3": 1, "peagle": 4}
+ATTENTION_LAYERS = {"target": 12, "eagle3": 1, "peagle": 4}  # full-attention layers
+DRAFTER_FLOPS_SHARE = {"eagle3": 0.5 / 7.2, "peagle": 1.1 / 7.2}
+ROWS_PER_DRAFT = 2  # vLLM's drafter input holds ~2K rows per request for K drafts
+FITTED = ("c", "f", "a", "v1")
+LOWER = (0.0, 0.0, 0.0, 0.0)
+UPPER = (20.0, 5.0, 1.0, 1.0)
+STARTS = ((0.2, 0.01, 0.01, 0.01), (1.0, 0.05, 0.001, 0.002), (0.05, 0.001, 0.03, 0.03))
+MEANING = {"c": "ms per forward pass (any pass)", "f": "ms per layer of a pass",
+           "a": "ms per request and full-attention layer", "v1": "ms per verified token (compute)"}
 
 
 def load_published(path=None) -> dict:
-    """The published anchors document (validated)."""
+    """The published numbers document (validated)."""
     return load_results([path or paths.results_dir() / "published.json"])[0]
 
 
 def anchors_20b(doc: dict) -> dict[str, dict]:
-    """Per workload: ``tau`` at K=7 per method and P-EAGLE-over-EAGLE-3 ``ratio`` per concurrency."""
+    """Per workload: ``tau[method][K]`` (K=3 and 7) and ``ratio[concurrency]`` of GPT-OSS-20B on B200."""
     runs = select(runs_of([doc]), target=TARGET_20B)
     out: dict[str, dict] = {}
-    for r in select(runs, kind="acceptance"):
-        out.setdefault(r["prompt_set"], {"tau": {}, "k": r["k"], "ratio": {}})["tau"][r["method"]] = r["tau"]
     for r in select(runs, kind="speedup_over_eagle3"):
-        out[r["prompt_set"]]["ratio"][r["concurrency"]] = r["speedup_over_eagle3"]
-    best = {r["method"]: r["k"] for r in select(runs, kind="best_k")}
-    for w in out.values():
-        w["best_k"] = best
-    if not out:
-        raise ValueError("published.json has no GPT-OSS-20B acceptance records; rebuild it (data/results/README.md)")
+        out.setdefault(r["prompt_set"], {"tau": {}, "ratio": {}})["ratio"][r["concurrency"]] = r["speedup_over_eagle3"]
+    for r in select(runs, kind="acceptance"):
+        if r["prompt_set"] in out:
+            out[r["prompt_set"]]["tau"].setdefault(r["method"], {})[r["k"]] = r["tau"]
+    if not out or any(len(a["tau"].get(m, {})) < 2 for a in out.values() for m in SPEC_METHODS):
+        raise ValueError("published.json lacks the GPT-OSS-20B ratios or the acceptance at two K per head; "
+                         "rebuild it: python -m peagle_nb.compare.published_sources")
     return out
 
 
-def depth_decay(doc: dict) -> float:
-    """Per-position decay of the conditional acceptance rate, fitted to the published tau-vs-K curve of
-    the Qwen3-Coder P-EAGLE head (the only head with tau published at several K)."""
-    pts = [(r["k"], r["tau"]) for r in select(runs_of([doc]), kind="acceptance", head=DECAY_HEAD)]
-    return fit_decay(pts)[1]
+def published_best_k(doc: dict) -> dict[str, dict]:
+    """Per method: the blog's best K, its swept set and caveat (``None`` when the statement has none)."""
+    recs = select(runs_of([doc]), kind="best_k", target=TARGET_20B)
+    return {r["method"]: {"k": r["k"], "k_swept": tuple(r["k_swept"]), "caveat": r.get("caveat"),
+                          "quote": r.get("quote")} for r in recs}
 
 
-def curves_20b(anchor: dict, decay: float = 1.0) -> dict[str, AcceptanceCurve]:
-    """Acceptance curves for one workload matching the published tau at K=7 of each method."""
-    return {m: curve_from_tau(anchor["tau"][m], anchor["k"], decay,
-                              label=f"{m} (published tau={anchor['tau'][m]} at K={anchor['k']})")
-            for m in ("eagle3", "peagle")}
+def curves_20b(anchor: dict) -> dict[str, AcceptanceCurve]:
+    """Each head's own acceptance curve through its published tau at K=3 and K=7."""
+    return {m: curve_through(sorted(anchor["tau"][m].items()),
+                             label=f"{m} (published " + ", ".join(f"tau {t} at K={k}" for k, t in
+                                                                 sorted(anchor["tau"][m].items())) + ")")
+            for m in SPEC_METHODS}
 
 
-def calibrate(anchors: dict[str, dict], decay: float = 1.0, base: StepCost = GPT_OSS_20B_B200,
-              grid: dict | None = None, max_k: int = TRAINED_K_20B) -> tuple[StepCost, float]:
-    """Grid-search ``v0, e0, p0`` so the predicted best-vs-best speedup of P-EAGLE over EAGLE-3 matches
-    the published ratios (least squares in log space). Returns the profile and the RMS log error."""
-    grid = grid or CALIBRATION_GRID
-    v0, e0, p0 = np.meshgrid(grid["v0"], grid["e0"], grid["p0"], indexing="ij")
-    v0, e0, p0 = v0.ravel()[:, None], e0.ravel()[:, None], p0.ravel()[:, None]  # [G, 1]
-    ks = np.arange(1, max_k + 1)[None, :]  # [1, K]
-    sq, count = np.zeros(v0.shape[0]), 0
-    for anchor in anchors.values():
-        curves = curves_20b(anchor, decay)
-        tau_e = np.array([curves["eagle3"].tau(k) for k in ks[0]])[None, :]
-        tau_p = np.array([curves["peagle"].tau(k) for k in ks[0]])[None, :]
-        for batch, ratio in anchor["ratio"].items():
-            n = batch * (ks + 1)
-            verify = v0 + base.v_expert * (1 - (1 - base.expert_fraction) ** n) + base.v1 * n  # [G, K]
-            tput_e = batch * tau_e / (verify + ks * (e0 + base.e1 * batch))
-            tput_p = batch * tau_p / (verify + p0 + base.p1 * batch * ks)
-            sq += (np.log(tput_p.max(axis=1) / tput_e.max(axis=1)) - np.log(ratio)) ** 2
-            count += 1
-    i = int(np.argmin(sq))
-    profile = replace(base, v0=round(float(v0[i, 0]), 4), e0=round(float(e0[i, 0]), 4), p0=round(float(p0[i, 0]), 4))
-    return profile, float(np.sqrt(sq[i] / count))
+def profile(params: dict[str, float], label: str = "GPT-OSS-20B on B200 (fitted to published ratios)") -> StepCost:
+    """The :class:`StepCost` of the fitted numbers (``c, f, a, v1``) plus the fixed hardware arithmetic."""
+    a, v1 = params["a"], params["v1"]
+
+    def pass_ms(kind: str) -> float:
+        return params["c"] + LAYERS[kind] * params["f"] + WEIGHTS_MS[kind]
+
+    return StepCost(v0=pass_ms("target"), v1=v1, e0=pass_ms("eagle3"), p0=pass_ms("peagle"),
+                    e1=ROWS_PER_DRAFT * v1 * DRAFTER_FLOPS_SHARE["eagle3"],
+                    p1=ROWS_PER_DRAFT * v1 * DRAFTER_FLOPS_SHARE["peagle"],
+                    v_expert=V_EXPERT_MS, expert_fraction=EXPERT_FRACTION, label=label,
+                    v_req=ATTENTION_LAYERS["target"] * a, e_req=ATTENTION_LAYERS["eagle3"] * a,
+                    p_req=ATTENTION_LAYERS["peagle"] * a)
 
 
-def check_pattern(profile: StepCost, anchors: dict[str, dict], decay: float = 1.0, concurrencies=(1, 64),
-                  max_k: int = TRAINED_K_20B) -> list[dict]:
-    """Per workload and concurrency: the advisor's best K per method and predicted ratio, beside the
-    published ones. Checks (notebook 07): P-EAGLE best near 7 and EAGLE-3 near 3 at concurrency 1,
-    and P-EAGLE's gain smaller at high concurrency."""
+def best_of(cost: StepCost, curve: AcceptanceCurve, method: str, concurrency: int, ks=SWEPT_K) -> dict:
+    """The prediction with the highest tokens/s over ``ks`` (ties: the smaller K)."""
+    return max((predict(cost, curve, method, k, concurrency) for k in sorted(ks)),
+               key=lambda p: (p["tokens_per_s"], -p["k"]))
+
+
+def predicted_ratio(cost: StepCost, curves: dict[str, AcceptanceCurve], concurrency: int, ks=SWEPT_K) -> float:
+    """P-EAGLE over EAGLE-3 throughput, each at its best K in ``ks`` (what the blog's captions report)."""
+    return (best_of(cost, curves["peagle"], "peagle", concurrency, ks)["tokens_per_s"]
+            / best_of(cost, curves["eagle3"], "eagle3", concurrency, ks)["tokens_per_s"])
+
+
+@dataclass
+class PublishedFit:
+    """The fitted GPU profile, the curves it used and what it was fitted to."""
+
+    cost: StepCost
+    fit: Fit
+    curves: dict[str, dict[str, AcceptanceCurve]]  # workload -> method -> curve
+    fit_concurrencies: tuple[int, ...]
+    anchors: dict[str, dict] = field(repr=False, default_factory=dict)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return self.fit.params
+
+
+def fit_profile(anchors: dict[str, dict], fit_concurrencies=FIT_CONCURRENCIES) -> PublishedFit:
+    """Fit ``c, f, a, v1`` to the log of the published ratios at ``fit_concurrencies`` (all workloads)."""
+    missing = [c for c in fit_concurrencies if not all(c in a["ratio"] for a in anchors.values())]
+    if missing or not fit_concurrencies:
+        raise ValueError(f"fit_concurrencies {list(fit_concurrencies)}: no published ratio at {missing or 'any'}; "
+                         f"choose among {sorted(next(iter(anchors.values()))['ratio'])}")
+    curves = {w: curves_20b(a) for w, a in anchors.items()}
+
+    def residuals(p):
+        cost = profile(p)
+        return [math.log(predicted_ratio(cost, curves[w], c) / a["ratio"][c])
+                for w, a in anchors.items() for c in fit_concurrencies]
+
+    fit = least_squares(residuals, FITTED, LOWER, UPPER, STARTS)
+    return PublishedFit(profile(fit.params), fit, curves, tuple(fit_concurrencies), anchors)
+
+
+def ratio_table(pf: PublishedFit) -> list[dict]:
+    """Every published ratio beside the model's: ``role`` "fit" or "held out", ``error`` = predicted/published - 1."""
     rows = []
-    ks = range(1, max_k + 1)
-    for workload, anchor in anchors.items():
-        for row in advise(profile, curves_20b(anchor, decay), concurrencies, ks):
-            row.update(workload=workload, published_ratio=anchor["ratio"].get(row["concurrency"]),
-                       published_peagle_best_k=anchor["best_k"].get("peagle"),
-                       published_eagle3_best_k=anchor["best_k"].get("eagle3"))
-            rows.append(row)
+    for w, a in pf.anchors.items():
+        for c, published in sorted(a["ratio"].items()):
+            pred = predicted_ratio(pf.cost, pf.curves[w], c)
+            rows.append({"workload": w, "concurrency": c, "role": "fit" if c in pf.fit_concurrencies else "held out",
+                         "published": published, "predicted": round(pred, 4), "error": round(pred / published - 1, 4)})
     return rows
 
 
-def pattern_holds(rows: list[dict]) -> dict[str, bool]:
-    """The published pattern, checked on :func:`check_pattern` rows."""
-    low = [r for r in rows if r["concurrency"] == min(x["concurrency"] for x in rows)]
-    high = {r["workload"]: r for r in rows if r["concurrency"] == max(x["concurrency"] for x in rows)}
-    return {
-        "peagle_best_near_7": all(abs(r["peagle_best_k"] - 7) <= 2 for r in low),
-        "eagle3_best_near_3": all(abs(r["eagle3_best_k"] - 3) <= 1 for r in low),
-        "gain_shrinks_with_concurrency": all(high[r["workload"]]["peagle_over_eagle3"] < r["peagle_over_eagle3"]
-                                             for r in low),
-    }
+def error_summary(rows: list[dict], role: str = "held out") -> dict:
+    errs = [abs(r["error"]) for r in rows if r["role"] == role]
+    return {"n": len(errs), "mean_abs": sum(errs) / len(errs) if errs else None, "max_abs": max(errs, default=None)}
+
+
+def best_k_check(pf: PublishedFit, best: dict[str, dict]) -> list[dict]:
+    """Per workload, concurrency and method: the advisor's best K over the blog's swept set beside the blog's
+    best K (an exact comparison), its best over K=1..10, and for a miss the reason in words."""
+    rows = []
+    for w, a in pf.anchors.items():
+        for c in sorted(a["ratio"]):
+            for m in SPEC_METHODS:
+                pub = best[m]
+                curve = pf.curves[w][m]
+                model_k = best_of(pf.cost, curve, m, c, pub["k_swept"])["k"]
+                row = {"workload": w, "concurrency": c, "method": m, "published_best_k": pub["k"],
+                       "model_best_k": model_k, "model_best_k_1_10": best_of(pf.cost, curve, m, c, ALL_K)["k"],
+                       "match": model_k == pub["k"], "caveat": pub["caveat"]}
+                row["why"] = None if row["match"] else explain_miss(pf, w, c, m, pub["k"], model_k, pub["caveat"])
+                rows.append(row)
+    return rows
+
+
+def _verify_parts(cost: StepCost, k: int, c: int) -> dict[str, float]:
+    n = c * (k + 1)
+    return {"per-token verification compute": cost.v1 * n,
+            "MoE expert loading": cost.v_expert * (1 - (1 - cost.expert_fraction) ** n)}
+
+
+def explain_miss(pf: PublishedFit, workload: str, c: int, method: str, published_k: int, model_k: int,
+                 caveat: str | None) -> str:
+    """One plain sentence or three: what the model trades off at this point and which term it likely lacks."""
+    curve, cost = pf.curves[workload][method], pf.cost
+    at_pub, at_model = predict(cost, curve, method, published_k, c), predict(cost, curve, method, model_k, c)
+    dtau = at_pub["tau"] / at_model["tau"] - 1
+    dstep = at_pub["step_ms"] / at_model["step_ms"] - 1
+    loss = 1 - at_pub["tokens_per_s"] / at_model["tokens_per_s"]
+    name = "P-EAGLE" if method == "peagle" else "EAGLE-3"
+    text = (f"{name}, {workload}, concurrency {c}: the model picks K={model_k}, the blog measured K={published_k}. "
+            f"K={published_k} gives {dtau:+.0%} tokens per step but {dstep:+.0%} step time, so the model "
+            f"predicts it {loss:.1%} slower. ")
+    if published_k > model_k:
+        parts = {name_: _verify_parts(cost, published_k, c)[name_] - _verify_parts(cost, model_k, c)[name_]
+                 for name_ in _verify_parts(cost, model_k, c)}
+        parts["drafting"] = at_pub["draft_ms"] - at_model["draft_ms"]
+        biggest = max(parts, key=parts.get)
+        text += (f"Most of the extra step time is {biggest} ({parts[biggest]:.2f} of "
+                 f"{at_pub['step_ms'] - at_model['step_ms']:.2f} ms). Likely missing: ")
+        if biggest == "MoE expert loading":
+            text += ("expert weights that the B200 reads anyway at this batch (the model's 1 - (7/8)^n coverage "
+                     "ignores how the fused MoE kernels group and pad tokens).")
+        elif biggest == "drafting":
+            text += "a drafter pass whose cost grows less with K than the model assumes."
+        else:
+            text += ("verification that costs less per extra query token than per request (kernels padded to "
+                     "a tile, CUDA-graph batch buckets), so deeper K is nearly free on the GPU.")
+        unpublished = [k for k in (model_k, published_k) if k not in pf.anchors[workload]["tau"][method]]
+        if unpublished:
+            text += f" Also, tau at K={unpublished[0]} is not published: it is interpolated between K=3 and K=7."
+    else:
+        text += ("Likely missing: a cost per drafter pass that grows with batch (the drafter's attention, "
+                 "sampling and metadata per pass), which would make each extra EAGLE-3 pass dearer.")
+    if caveat:
+        text += f" The blog's own caveat: {caveat}."
+    return text
+
+
+def decomposition(anchors: dict[str, dict], best: dict[str, dict]) -> list[dict]:
+    """Model-free reading of each published ratio at the blog's best K (P-EAGLE 7, EAGLE-3 3):
+    ratio = (tau_P / tau_E) x (EAGLE-3 step time / P-EAGLE step time), so the step-time ratio is implied.
+    Where EAGLE-3's best K was higher (the blog's caveat) the implied step ratio is off by that much."""
+    kp, ke = best["peagle"]["k"], best["eagle3"]["k"]
+    rows = []
+    for w, a in anchors.items():
+        acc = a["tau"]["peagle"][kp] / a["tau"]["eagle3"][ke]
+        for c, ratio in sorted(a["ratio"].items()):
+            rows.append({"workload": w, "concurrency": c, "published_ratio": ratio,
+                         f"tau_P(K={kp}) / tau_E(K={ke})": round(acc, 4),
+                         "implied EAGLE-3 step / P-EAGLE step": round(ratio / acc, 4)})
+    return rows

@@ -72,19 +72,21 @@ def measured_scenarios(docs: list[dict], concurrencies=(1, 2, 4, 8),
     return out
 
 
-def published_scenarios(doc: dict, concurrencies=(1, 4, 16, 64)) -> dict[str, Scenario]:
-    """GPT-OSS-20B on a B200, one scenario per published workload, with the calibrated GPU profile."""
-    anchors = pub.anchors_20b(doc)
-    decay = pub.depth_decay(doc)
-    cost, rms = pub.calibrate(anchors, decay)
+def published_scenarios(doc: dict, concurrencies=(1, 4, 16, 64),
+                        fit_concurrencies=pub.FIT_CONCURRENCIES) -> dict[str, Scenario]:
+    """GPT-OSS-20B on a B200, one scenario per published workload, with the GPU profile fitted to the
+    published ratios at ``fit_concurrencies`` and each head's own acceptance curve (tau at K=3 and 7)."""
+    pf = pub.fit_profile(pub.anchors_20b(doc), fit_concurrencies)
+    bounds = ", ".join(f"{n} on its {side} bound" for n, side in pf.fit.at_bound.items())
     out = {}
-    for workload, anchor in anchors.items():
+    for workload, curves in pf.curves.items():
         points = [r for r in select(runs_of([doc]), target=pub.TARGET_20B, prompt_set=workload)]
         out[workload] = Scenario(
-            f"GPT-OSS-20B · B200 · {workload} (published)", "published", cost, pub.curves_20b(anchor, decay),
+            f"GPT-OSS-20B · B200 · {workload} (published)", "published", pf.cost, curves,
             {m: list(range(1, pub.TRAINED_K_20B + 1)) for m in SPEC_METHODS}, list(concurrencies), points,
-            notes=f"GPU profile calibrated to the blog's speedup ratios (RMS log error {rms:.3f}); "
-                  f"acceptance depth decay {decay:.4f} from the Qwen3-Coder P-EAGLE card")
+            notes=f"GPU profile fitted to the blog's ratios at concurrency {list(pf.fit_concurrencies)} "
+                  f"(RMS log error {pf.fit.rms:.3f}{'; ' + bounds if bounds else ''}); acceptance: each head's "
+                  "curve through its published tau at K=3 and K=7")
     return out
 
 

@@ -3,16 +3,20 @@
 One step = draft K tokens + verify them (plus the bonus token) in one target pass. Explained in
 notebook 07. With ``B`` concurrent requests:
 
-- verification processes ``n = B * (K + 1)`` tokens:
-  ``verify(n) = v0 + v_expert * (1 - (1 - r)^n) + v1 * n``. ``v0`` is the fixed cost of a target pass
-  (weights read, launches), ``v1`` the cost per token (compute), and the middle term the expert
-  weights a mixture-of-experts target reads: each token routes to a fraction ``r`` of the experts,
-  so more tokens touch more experts (``v_expert = 0`` for a dense target such as the tiny model).
-  Plain decoding is the same pass with ``n = B`` tokens.
-- EAGLE-3 drafts with K sequential passes of B tokens: ``K * (e0 + e1 * B)``.
-- P-EAGLE drafts with ONE pass of ``B * K`` tokens: ``p0 + p1 * B * K``.
+- verification processes ``n = B * (K + 1)`` tokens of ``B`` requests:
+  ``verify = v0 + v_req * B + v_expert * (1 - (1 - r)^n) + v1 * n``. ``v0`` is the fixed cost of a target
+  pass (launches, scheduling), ``v_req`` a cost per request that does not grow with its number of query
+  tokens (attention reading the request's KV cache), ``v1`` the cost per token (compute), and the
+  ``v_expert`` term the expert weights a mixture-of-experts target reads: each token routes to a fraction
+  ``r`` of the experts, so more tokens touch more experts (``v_expert = 0`` for a dense target such as the
+  tiny model). Plain decoding is the same pass with ``n = B`` tokens.
+- EAGLE-3 drafts with K sequential passes: ``K * (e0 + (e_req + e1) * B)``.
+- P-EAGLE drafts with ONE pass: ``p0 + p_req * B + p1 * B * K``. In vLLM that pass holds about 2K rows per
+  request (the tokens the last verification accepted, padding for the rejected ones, the bonus token and
+  K-1 ``<mask>`` slots: ``copy_and_expand_eagle_inputs_kernel``), so ``p1`` is the cost of two rows.
 
 Throughput = ``B * tau(K) / step_ms``; speedup over plain decoding = ``tau(K) * verify(B) / step_ms``.
+The per-request terms are zero unless set (the measured fits below leave them at zero).
 """
 
 from __future__ import annotations
@@ -38,25 +42,29 @@ class StepCost:
     v_expert: float = 0.0
     expert_fraction: float = 0.0
     label: str = ""
+    v_req: float = 0.0
+    e_req: float = 0.0
+    p_req: float = 0.0
 
-    def verify_ms(self, tokens: float) -> float:
+    def verify_ms(self, tokens: float, requests: int = 0) -> float:
+        """One target pass over ``tokens`` query tokens of ``requests`` requests."""
         cover = 1.0 - (1.0 - self.expert_fraction) ** tokens if self.v_expert else 0.0
-        return self.v0 + self.v_expert * cover + self.v1 * tokens
+        return self.v0 + self.v_req * requests + self.v_expert * cover + self.v1 * tokens
 
     def baseline_ms(self, batch: int) -> float:
         """One plain decoding step for ``batch`` requests (one token each)."""
-        return self.verify_ms(batch)
+        return self.verify_ms(batch, batch)
 
     def draft_ms(self, method: str, k: int, batch: int = 1) -> float:
         _check_method(method)
         if k == 0:
             return 0.0
         if method == "eagle3":
-            return k * (self.e0 + self.e1 * batch)
-        return self.p0 + self.p1 * batch * k
+            return k * (self.e0 + (self.e_req + self.e1) * batch)
+        return self.p0 + self.p_req * batch + self.p1 * batch * k
 
     def step_ms(self, method: str, k: int, batch: int = 1) -> float:
-        return self.draft_ms(method, k, batch) + self.verify_ms(batch * (k + 1))
+        return self.draft_ms(method, k, batch) + self.verify_ms(batch * (k + 1), batch)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -117,7 +125,7 @@ def fit_step_cost(runs: Iterable[dict], label: str = "fitted", v_expert: float =
                                      ("P-EAGLE draft_ms_per_step", px)) if not xs]
     if missing:
         raise ValueError(f"cannot fit the step-time model {label!r}: no runs with {', '.join(missing)}; "
-                         "an engine sweep (peagle-nb eval, notebooks 02-03) writes them")
+                         "an engine sweep (`peagle-nb eval --sweep`) writes them")
     v0, v1 = _nonneg_line(np.array(vx, float), np.array(vy, float))
     e0, e1 = _nonneg_line(np.array(ex, float), np.array(ey, float))
     if np.ptp(ex) == 0 and v0 > 0:  # one batch size only: apportion the pass like the target's

@@ -4,7 +4,10 @@
 - kernel name ``python3`` and no stray metadata (only ``kernelspec`` and ``language_info`` at the
   notebook level, only ``tags`` on cells);
 - exactly one cell tagged ``parameters``, holding literal assignments only (papermill injects
-  values after it, so anything computed there would be silently stale);
+  values after it, so anything computed there would be silently stale), with ``SMOKE = None`` committed
+  (decided from the machine, :mod:`peagle_nb.notebook.modes`);
+- the first cell is markdown and says what full mode costs (the first screen a reader sees);
+- ``SMOKE`` is read only after the notebook imports ``peagle_nb.notebook`` (which resolves ``None``);
 - the series: files numbered contiguously from 00, matching ``series.SERIES`` and the README table.
 
 ``peagle-nb check-notebooks`` and tests/test_notebook_hygiene.py both call these.
@@ -53,6 +56,25 @@ def literal_parameters(source: str) -> dict:
     return values
 
 
+IMPORTS_NOTEBOOK = re.compile(r"^\s*(from peagle_nb\.notebook(\.\w+)* import|import peagle_nb\.notebook)", re.M)
+READS_SMOKE = re.compile(r"\bSMOKE\b")
+
+
+def smoke_read_before_import(nb: dict) -> int | None:
+    """Index of the first cell that reads ``SMOKE`` before any cell (or earlier line) imported
+    ``peagle_nb.notebook``; ``None`` when the order is right."""
+    imported = False
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code" or "parameters" in (cell.get("metadata", {}).get("tags") or []):
+            continue
+        for line in _source(cell).splitlines():
+            if IMPORTS_NOTEBOOK.search(line):
+                imported = True
+            elif READS_SMOKE.search(line.split("#", 1)[0]) and not imported:
+                return i
+    return None
+
+
 def check_notebook(path: str | Path) -> list[str]:
     """Return a list of human-readable problems (empty when the notebook is clean)."""
     path = Path(path)
@@ -84,8 +106,20 @@ def check_notebook(path: str | Path) -> list[str]:
             params = literal_parameters(_source(nb["cells"][pcells[0]]))
             if "SMOKE" not in params:
                 problems.append(f"{path.name}: the parameters cell must declare SMOKE (the runner injects it)")
+            elif params["SMOKE"] is not None:
+                problems.append(f"{path.name}: commit SMOKE = None (decided from the machine when the notebook "
+                                f"runs), not SMOKE = {params['SMOKE']!r}")
         except (ValueError, SyntaxError) as exc:
             problems.append(f"{path.name}: parameters cell: {exc}")
+    cells = nb.get("cells", [])
+    first = _source(cells[0]) if cells and cells[0].get("cell_type") == "markdown" else ""
+    if "full mode" not in first.lower() or "SMOKE = None" not in first:
+        problems.append(f"{path.name}: the first cell must be markdown saying what full mode costs and that "
+                        "`SMOKE = None` picks the mode from this machine")
+    late = smoke_read_before_import(nb)
+    if late is not None:
+        problems.append(f"{path.name} cell {late}: reads SMOKE before importing peagle_nb.notebook, which resolves "
+                        "SMOKE = None; import it earlier")
     return problems
 
 

@@ -87,6 +87,7 @@ def execute_notebook(
     env = dict(os.environ)
     runtime_env.apply_defaults(env)
     env.setdefault("PEAGLE_NB_ROOT", str(paths.repo_root()))
+    env["PEAGLE_NB_NOTEBOOK"] = src.name  # lets a kernel resolve SMOKE = None for this notebook (modes.py)
     env["PYTHONUNBUFFERED"] = "1"
     cmd = [sys.executable, "-m", "peagle_nb.notebook._execute_one", str(src), str(dst), json.dumps(params),
            str(timeout_s)]
@@ -148,24 +149,34 @@ def select(only: list[str] | None = None) -> list[NotebookSpec]:
 
 
 def run_series(
-    smoke: bool,
+    smoke: bool | None,
     out_dir: str | Path,
     only: list[str] | None = None,
     fail_fast: bool = False,
     timeout_scale: float = 1.0,
     echo=lambda msg: print(msg, flush=True),
+    report: bool = True,
 ) -> dict[str, Any]:
-    """Run the series in order; write ``summary.json`` in ``out_dir``; return the summary."""
-    from peagle_nb.capabilities import detect
+    """Run the series in order; write ``summary.json`` (and ``report.html``) in ``out_dir``; return the summary.
 
+    ``smoke=None`` runs each notebook in the mode :func:`peagle_nb.notebook.modes.decide_smoke` picks for
+    this machine (what ``peagle-nb env`` shows); ``True`` / ``False`` force smoke / full everywhere.
+    """
+    from peagle_nb.capabilities import detect
+    from peagle_nb.notebook.modes import decide_smoke
+
+    caps = detect()
     specs = select(only)
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     results: list[NotebookResult] = []
     for i, spec in enumerate(specs, 1):
-        params = {"SMOKE": bool(smoke)}
-        budget = int(spec.timeout_s * timeout_scale * (1 if smoke else 4))
-        echo(f"[{i}/{len(specs)}] {spec.filename} ({'smoke' if smoke else 'full'}, budget {budget} s) ...")
+        nb_smoke, why = (smoke, "forced") if smoke is not None else decide_smoke(spec, caps)
+        params = {"SMOKE": bool(nb_smoke)}
+        budget = int(spec.timeout_s * timeout_scale * (1 if nb_smoke else 4))
+        mode = "smoke" if nb_smoke else "full"
+        echo(f"[{i}/{len(specs)}] {spec.filename} ({mode}{'' if smoke is not None else ': ' + why}, "
+             f"budget {budget} s) ...")
         res = execute_notebook(spec.filename, out_dir, params, timeout_s=budget, raise_on_failure=False)
         results.append(res)
         skipped = f", {len(res.skipped)} gated cell(s) skipped" if res.skipped else ""
@@ -174,11 +185,17 @@ def run_series(
         if res.status != "ok" and fail_fast:
             break
     summary = {
-        "mode": "smoke" if smoke else "full",
+        "mode": "auto" if smoke is None else ("smoke" if smoke else "full"),
         "created_unix": int(time.time()),
-        "environment": detect().to_dict(),
+        "environment": caps.to_dict(),
         "notebooks": [asdict(r) | {"skipped": r.skipped} for r in results],
         "failed": [r.notebook for r in results if r.status != "ok"],
     }
+    if report:
+        from peagle_nb.notebook.report import write_report
+
+        executed = [Path(r.output_path) for r in results if Path(r.output_path).exists()]
+        if executed:
+            summary["report"] = str(write_report(executed, out_dir / "report.html", echo=echo))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

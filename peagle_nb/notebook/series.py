@@ -1,8 +1,10 @@
 """The notebook series: one entry per ``notebooks/NN_slug.ipynb``.
 
 The README's notebook table, the files in ``notebooks/`` and this list must agree (checked by
-tests/test_notebook_hygiene.py). ``full_needs`` says what the full configuration needs beyond a CPU;
-every notebook also runs in smoke mode on a 2-core CPU with no GPU and no internet.
+tests/test_notebook_hygiene.py). ``full_needs`` says what the full configuration needs beyond a CPU,
+``full_cost`` what it costs (also said on each notebook's first screen) and ``full_on_cpu`` whether it is
+short enough to be the default on any CPU (:mod:`peagle_nb.notebook.modes`); every notebook also runs in
+smoke mode on a 2-core CPU with no GPU and no internet.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ class NotebookSpec:
     teaches: str
     full_needs: tuple[str, ...] = ()  # "gpu", "vllm", "vllm_gpu", "aws", "sagemaker_sdk"
     timeout_s: int = 900  # smoke-mode budget on a 2-core CPU, whole notebook
+    full_cost: str = ""  # what full mode does beyond smoke mode, in words
+    full_on_cpu: bool = False  # full mode is short on any CPU: the default wherever it can run
 
     @property
     def filename(self) -> str:
@@ -26,35 +30,41 @@ class NotebookSpec:
 SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("00", "setup_and_environment_check",
                  "What this machine can run, the series and its smoke/full modes, record() and gates.",
-                 (), 300),
+                 (), 300, "a 1024 x 1024 matmul instead of 256 x 256 (seconds)", True),
     NotebookSpec("01", "speculative_decoding_basics",
                  "Draft then verify with the tiny target: acceptance length, why verification is lossless "
                  "(greedy outputs compared, rejection-sampling histogram vs the target distribution).",
-                 (), 240),
+                 (), 240, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding) and 50,000 "
+                 "sampling draws instead of 20,000"),
     NotebookSpec("02", "eagle3_autoregressive_drafter",
                  "EAGLE-3: three feature layers, fc, the fused first layer, the draft vocabulary, K sequential "
                  "passes; per-position acceptance and drafting cost growing with K.",
-                 (), 240),
+                 (), 240, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding) and 30 timing "
+                 "repeats per K instead of 5"),
     NotebookSpec("03", "peagle_mask_token_drafter",
                  "P-EAGLE: <mask> token + shared mask_hidden, the K-slot input, one pass, the COD training mask, "
                  "acceptance vs EAGLE-3, cost flat in K, ablation of the learned placeholders.",
-                 (), 300),
+                 (), 300, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding, the ablation "
+                 "too) and 30 timing repeats per K instead of 5"),
     NotebookSpec("04", "triton_kernels_for_parallel_drafting",
                  "The drafter's batch metadata on the critical path; fused Triton kernels (greedy verification, "
                  "parallel-draft inputs with paged-KV slot mapping, hidden-state expansion) beside their PyTorch "
                  "references; H200 time per call vs eager ops and the launch floor, bandwidth vs a copy.",
-                 ("gpu",), 240),
+                 ("gpu",), 240, "20 random batches per kernel instead of 3 (slow under the Triton interpreter on a "
+                 "CPU) and, on a GPU, the live benchmark (about a minute)"),
     NotebookSpec("05", "serve_peagle_in_vllm",
                  "Serve a P-EAGLE head in real vLLM: the head checkpoint, the speculative config field by field, "
                  "offline generation (lossless, one drafter pass per step), the OpenAI-compatible server, "
-                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE on a "
-                 "GPU.",
-                 ("vllm",), 480),
+                 "acceptance from /metrics, a concurrency benchmark; GPT-OSS-20B + amazon/GPT-OSS-20B-P-EAGLE "
+                 "on a GPU.",
+                 ("vllm",), 480, "6 prompts x 48 tokens instead of 2 x 16 (9x the generated tokens) through real vLLM "
+                 "and concurrency 1 and 4 instead of 1 and 2"),
     NotebookSpec("06", "deploy_to_sagemaker_ai",
                  "Deploy P-EAGLE to a SageMaker AI endpoint: plan, container contract, deploy/invoke/benchmark, "
                  "cleanup that always runs; local emulation with real vLLM.",
-                 ("aws", "sagemaker_sdk"), 420),
+                 ("aws", "sagemaker_sdk"), 420, "16 prompts x 64 tokens instead of 4 x 16 (16x the generated "
+                 "tokens) and concurrency 1 and 4; with MODE = \"aws\" a GPU endpoint billed by the hour"),
     NotebookSpec("07", "compare_peagle_vs_eagle3",
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",
-                 (), 180),
+                 (), 180, "the advisor at concurrency 1, 2, 4 and 8 instead of 1 and 2 (seconds)", True),
 )

@@ -90,7 +90,7 @@ def drafting_time(scn: Scenario, concurrency: int = 1, k: int | None = None, sho
                 fig.add_scatter(x=x, y=y, mode="markers", name=f"{NAMES[m]} ({scn.source})",
                                 marker=dict(color=COLORS[m], size=9, symbol="diamond"))
     if show_model:
-        fig.add_scatter(x=ks, y=[scn.cost.verify_ms(concurrency * (x + 1)) for x in ks], mode="lines",
+        fig.add_scatter(x=ks, y=[scn.cost.verify_ms(concurrency * (x + 1), concurrency) for x in ks], mode="lines",
                         name="verification (model)", line=dict(color=COLORS["none"], dash="dash"))
     return _layout(fig, f"Drafting time vs K (concurrency {concurrency})", "K", "ms per step", k)
 
@@ -108,7 +108,8 @@ def throughput(scn: Scenario, method: str, k: int | None = None, concurrencies: 
             if x:
                 fig.add_scatter(x=x, y=y, mode="markers", name=f"measured, concurrency {c}",
                                 marker=dict(size=9, symbol="diamond", color=_conc_color(scn, c)))
-    return _layout(fig, f"{NAMES[method]} throughput vs K", "K", "tokens / s", k)
+    title = f"{NAMES[method]} throughput vs K" + (" (model)" if show_model else "")
+    return _layout(fig, title, "K", "tokens / s", k)
 
 
 def speedup(scn: Scenario, method: str, k: int | None = None, concurrencies: Sequence[int] | None = None,
@@ -125,7 +126,29 @@ def speedup(scn: Scenario, method: str, k: int | None = None, concurrencies: Seq
         fig.add_scatter(x=ks, y=ys, mode="lines+markers", name=f"concurrency {c}", line_color=_conc_color(scn, c))
     fig.add_hline(y=1.0, line_color="#999", line_width=1)
     what = "plain decoding" if over == "none" else f"{NAMES[over]} at its best K"
-    return _layout(fig, f"{NAMES[method]} speedup over {what}", "K", "speedup (x)", k)
+    return _layout(fig, f"{NAMES[method]} speedup over {what} (model)", "K", "speedup (x)", k)
+
+
+WORKLOAD_COLORS = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd")
+
+
+def published_ratio_check(rows: Sequence[dict]) -> go.Figure:
+    """P-EAGLE / EAGLE-3 throughput per concurrency: the blog's ratios (filled: fitted, open: held out)
+    and the model's prediction, one colour per workload (rows of ``published.ratio_table``)."""
+    fig = go.Figure()
+    for i, w in enumerate(dict.fromkeys(r["workload"] for r in rows)):
+        color = WORKLOAD_COLORS[i % len(WORKLOAD_COLORS)]
+        mine = sorted((r for r in rows if r["workload"] == w), key=lambda r: r["concurrency"])
+        fig.add_scatter(x=[r["concurrency"] for r in mine], y=[r["predicted"] for r in mine], mode="lines",
+                        name=f"{w}: model", line_color=color)
+        for role, symbol in (("fit", "circle"), ("held out", "circle-open")):
+            pts = [r for r in mine if r["role"] == role]
+            fig.add_scatter(x=[r["concurrency"] for r in pts], y=[r["published"] for r in pts], mode="markers",
+                            name=f"{w}: published ({role})", marker=dict(color=color, size=10, symbol=symbol,
+                                                                          line=dict(width=2, color=color)))
+    fig.update_xaxes(type="log", tickvals=sorted({r["concurrency"] for r in rows}))
+    return _layout(fig, "P-EAGLE / EAGLE-3 throughput, GPT-OSS-20B on B200: blog vs model (open: held out)",
+                   "concurrency", "ratio (each at its best K in {3, 5, 7})")
 
 
 def advisor_table(rows: Sequence[dict], highlight: int | None = None) -> go.Figure:

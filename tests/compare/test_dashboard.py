@@ -29,9 +29,13 @@ def test_static_figures_hold_the_model_and_the_anchors(published):
     assert set(figs) == set(cp.FIGURE_NAMES)
     acc = figs["acceptance"]
     lines = {t.name: t for t in acc.data if t.mode == "lines"}
-    assert lines["P-EAGLE (model)"].y[6] == pytest.approx(3.70, abs=1e-6)  # matches published tau at K=7
+    # each head's curve goes through its published tau at K=3 and K=7
+    assert lines["P-EAGLE (model)"].y[2] == pytest.approx(2.87, abs=1e-6)
+    assert lines["P-EAGLE (model)"].y[6] == pytest.approx(3.70, abs=1e-6)
+    assert lines["EAGLE-3 (model)"].y[2] == pytest.approx(2.70, abs=1e-6)
     markers = {t.name: t for t in acc.data if t.mode == "markers"}
-    assert list(markers["EAGLE-3 (published)"].y) == [3.27]
+    assert list(markers["EAGLE-3 (published)"].x) == [3, 7]
+    assert list(markers["EAGLE-3 (published)"].y) == [2.70, 3.27]
     assert _vline_x(acc) == [7]
     draft = {t.name: t.y for t in figs["drafting"].data}
     e3, pe = draft["EAGLE-3 (model)"], draft["P-EAGLE (model)"]
@@ -82,8 +86,8 @@ def test_dashboard_controls_update_the_figure_in_place(published, measured):
     assert any("concurrency 64" in a.text for a in fig.layout.annotations)
     assert cp.panel_traces(fig, "advisor")[0].cells.fill.color[0][-1] == "#fff3cd"  # highlighted row
 
-    d.workload.value = "SPEED-Bench"
-    assert "SPEED-Bench" in d.summary.value
+    d.workload.value = "SPEED-Bench (Code)"
+    assert "SPEED-Bench (Code)" in d.summary.value
 
     d.source.value = "model"  # the fitted model of the measured data
     assert d.workload.options == ("engine_cpu.json · prose",)

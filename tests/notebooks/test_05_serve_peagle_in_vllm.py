@@ -26,6 +26,20 @@ def test_notebook_05_serves_peagle_in_vllm(run_notebook):
         assert rec[f"compare.{method}.tau_ratio"] == pytest.approx(1.0, abs=0.10)
     assert rec["offline.peagle.drafter_passes_per_step"] == 1.0
     assert rec["offline.eagle3.drafter_passes_per_step"] == rec["offline.eagle3.k"]
+    # the single P-EAGLE pass holds 2K rows per request (verified tokens again + bonus + masks + padding)
+    assert rec["offline.peagle.drafter_rows_per_step"] == [2 * rec["offline.peagle.k"]] * 2
+    # per-position acceptance from vLLM's per-position counters, both heads; they add up to vLLM's tau
+    for method in ("eagle3", "peagle"):
+        rates = rec[f"offline.{method}.accept_rate_per_position"]
+        assert len(rates) == rec[f"offline.{method}.k"] and rates[0] > 0.3
+        assert rec[f"offline.{method}.tau_from_positions"] == pytest.approx(rec[f"offline.{method}.tau"], abs=1e-3)
+    # without "method", vLLM guesses the drafter from the head's name: wrong for the public P-EAGLE heads
+    inferred = rec["vllm.method_inferred"]
+    assert inferred["tiny-peagle | method left out"] == "draft_model"
+    assert inferred["GPT-OSS-20B-P-EAGLE | method left out"] == "draft_model"
+    assert inferred["gpt-oss-120b-p-eagle-long-context | method left out"].startswith("refused")
+    assert inferred["tiny-eagle3 | method left out"] == "eagle3"
+    assert {v for k, v in inferred.items() if k.endswith("method eagle3")} == {"eagle3"}
     # the server: greedy text equals offline, acceptance from /metrics, benchmark, nothing left running
     assert rec["server.n_processes"] >= 2
     assert rec["server.text_matches_offline"] is True

@@ -76,7 +76,7 @@ def add_static_images(notebooks: Sequence[dict]) -> tuple[int, str | None]:
         return 0, "kaleido is not installed (pip install kaleido; it drives the system Chromium)"
     try:
         kaleido.start_sync_server(silence_warnings=True)
-    except Exception as exc:  # no Chromium/Chrome found, or it would not start
+    except Exception as exc:  # noqa: BLE001 -- no Chromium/Chrome found, or it would not start: report, no image
         return 0, f"kaleido could not start a browser: {type(exc).__name__}: {exc}"
     made = 0
     try:

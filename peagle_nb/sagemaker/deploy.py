@@ -27,7 +27,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from peagle_nb.sagemaker._deps import require
+from peagle_nb.sagemaker._deps import MissingDependency, require, sdk_version_problems
 from peagle_nb.sagemaker.plan import SUITE_TAG, DeploymentPlan, resolve_local, validate_plan
 
 Progress = Callable[[str], None]
@@ -50,6 +50,13 @@ def _gone(exc: BaseException) -> bool:
     """SageMaker answers Describe* of a missing resource with ValidationException (its own
     ``endpoint_deleted`` waiter relies on exactly that), S3 with NoSuchKey/NoSuchBucket."""
     return _error_code(exc) in ("ValidationException", "ResourceNotFound", "NoSuchKey", "NoSuchBucket", "404")
+
+
+def require_tested_sdk() -> None:
+    """Refuse an SDK outside the tested range before creating anything (see ``_deps.SDK_RANGE``)."""
+    problems = sdk_version_problems()
+    if problems:
+        raise MissingDependency("; ".join(problems))
 
 
 def boto_session(region: str | None):
@@ -122,6 +129,7 @@ class Deployment:
 
     def __init__(self, plan: DeploymentPlan, *, session=None, progress: Progress = print, poll_s: float = 15.0):
         self.plan = validate_plan(plan, for_aws=True)
+        require_tested_sdk()
         self.session = session or boto_session(plan.region)
         self.progress = progress
         self.poll_s = poll_s
@@ -247,14 +255,19 @@ class Deployment:
         client = benchmark_runtime_client(self.session, self.plan.region, max_concurrency)
         return SageMakerBackend(self.plan.resource_name, client, model=model)
 
-    def speculation(self, since_s: float | None = None, k: int | None = None) -> dict:
+    def speculation(self, since_s: float | None = None, wait_s: float = 0.0) -> dict:
         """Acceptance from the container log (vLLM's spec-decode lines in CloudWatch Logs) since
-        ``since_s`` (epoch seconds); see :mod:`peagle_nb.sagemaker.observe`."""
+        ``since_s`` (epoch seconds); waits up to ``wait_s`` for the first line (vLLM logs every 10 s and
+        CloudWatch takes a little longer). See :mod:`peagle_nb.sagemaker.observe`."""
         from peagle_nb.sagemaker import observe
 
-        lines = observe.cloudwatch_lines(self.session, self.plan.resource_name, since_s=since_s,
-                                         region=self.plan.region)
-        return observe.spec_decode_from_log(lines, k if k is not None else self.plan.k)
+        deadline = time.monotonic() + wait_s
+        while True:
+            lines = observe.cloudwatch_lines(self.session, self.plan.resource_name, since_s=since_s,
+                                             region=self.plan.region)
+            if lines or time.monotonic() >= deadline:
+                return observe.spec_decode_from_log(lines, self.plan.k)
+            time.sleep(min(self.poll_s, 15.0) or 1.0)
 
     # ---- delete -------------------------------------------------------------------------------------
     def delete(self, wait_timeout_s: float | None = None) -> list[tuple[str, str]]:

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from peagle_nb.sagemaker import container
 from peagle_nb.sagemaker._deps import require, sdk_region_env
-from peagle_nb.sagemaker.deploy import _REGISTRY, Deployment, Progress
+from peagle_nb.sagemaker.deploy import _REGISTRY, Deployment, Progress, require_tested_sdk
 from peagle_nb.sagemaker.plan import DeploymentPlan, PlanError, aws_location_problems, build_plan
 
 MODEL_ID = "openai-reasoning-gpt-oss-20b"
@@ -88,6 +88,7 @@ class JumpStartDeployment(Deployment):
         problems = aws_location_problems(plan.region, plan.role_arn)
         if problems:
             raise PlanError(problems)
+        require_tested_sdk()
         self.plan = plan
         self.model_id, self.config_name, self.model_version, self.accept_eula = (model_id, config_name,
                                                                                   model_version, accept_eula)

@@ -161,7 +161,8 @@ class LocalEndpoint:
 
         yield from payload_parts(resp["Body"])
 
-    def backend(self, model: str | None = None):
+    def backend(self, model: str | None = None, max_concurrency: int | None = None):
+        """The benchmark's ``Backend`` (``max_concurrency`` matters only for an AWS client's pool)."""
         from peagle_nb.sagemaker.backend import SageMakerBackend
 
         return SageMakerBackend(self.name, self.runtime_client(), model=model, metrics_url=self.base_url)
@@ -172,11 +173,25 @@ class LocalEndpoint:
             return []
         return self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()
 
-    def speculation(self) -> dict:
-        """Acceptance from vLLM's spec-decode log lines, as a SageMaker endpoint's log group shows it."""
-        from peagle_nb.sagemaker import observe
+    def speculation(self, settle_s: float = 0.0) -> dict:
+        """Acceptance from vLLM's spec-decode log lines, as a SageMaker endpoint's log group shows it.
 
-        return observe.spec_decode_from_log(self.log_lines(), self.plan.k)
+        vLLM writes a line per stats interval (10 s), so the newest requests show up late: ``settle_s`` waits
+        up to that long for the log to account for every draft ``/metrics`` has counted (the emulation can
+        read both; an endpoint only has the log)."""
+        import time
+
+        from peagle_nb.sagemaker import observe
+        from peagle_nb.serving.metrics import read_spec_decode_metrics
+
+        deadline = time.monotonic() + settle_s
+        while True:
+            stats = observe.spec_decode_from_log(self.log_lines(), self.plan.k)
+            if time.monotonic() >= deadline or self.server is None:
+                return stats
+            if stats["num_drafts"] == read_spec_decode_metrics(self.base_url)["num_drafts"]:
+                return stats
+            time.sleep(1.0)
 
     def delete(self) -> None:
         from peagle_nb.sagemaker.deploy import unregister

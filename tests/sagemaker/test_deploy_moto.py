@@ -213,6 +213,18 @@ def test_invalid_plan_makes_no_aws_call(aws):
     assert leftovers(aws) == NOTHING
 
 
+def test_an_sdk_outside_the_tested_range_is_refused_before_any_call(aws, monkeypatch):
+    from importlib import metadata
+
+    from peagle_nb.sagemaker._deps import MissingDependency
+
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda d: "3.10.0" if d == "sagemaker" else real(d))
+    with pytest.raises(MissingDependency, match=r"sagemaker 3.10.0 is outside the tested range >=3.23,<4: pip"):
+        Deployment(_plan(), session=aws)
+    assert leftovers(aws) == NOTHING
+
+
 def test_moto_accepts_aws_instance_types_and_still_rejects_a_typo(aws):
     """The allow-list comes from botocore's model, not from this project's table: a typo in our table
     cannot make itself valid."""

@@ -124,7 +124,7 @@ def get_preset(name: str) -> Preset:
 
 
 def local_models_ready(preset: Preset) -> bool:
-    """Whether a local preset's folders exist (the tiny models are trained/committed by other issues)."""
+    """Whether a local preset's folders exist (`peagle-nb train` writes the tiny models)."""
     if not preset.local:
         return False
     head = preset.head_path()

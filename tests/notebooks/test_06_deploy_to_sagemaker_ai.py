@@ -84,7 +84,8 @@ def test_notebook_06_local_emulation(run_notebook):
 
     # Published GPT-OSS-20B ratios: P-EAGLE's cost relative to EAGLE-3 is 1 / the ratio, per workload.
     published = json.loads((paths.data_dir() / "results" / "published.json").read_text())
-    ratios = [r for r in published["runs"] if r["kind"] == "speedup_over_eagle3" and r["target"] == "openai/gpt-oss-20b"]
+    ratios = [r for r in published["runs"]
+              if r["kind"] == "speedup_over_eagle3" and r["target"] == "openai/gpt-oss-20b"]
     assert len(ratios) >= 6
     for r in ratios:
         slug = "".join(ch if ch.isalnum() else "_" for ch in r["prompt_set"].lower())

@@ -18,7 +18,8 @@ import pytest
 from peagle_nb.sagemaker.container import (ENTRYPOINTS, MODEL_DIR, args_to_env, channel_path, container_args,
                                            env_to_flag, flag_to_env, portability_problems, remap_paths)
 
-SPEC = '{"method":"eagle3","model":"/opt/ml/additional-model-data-sources/draft","num_speculative_tokens":7,"parallel_drafting":true}'
+SPEC = ('{"method":"eagle3","model":"/opt/ml/additional-model-data-sources/draft","num_speculative_tokens":7,'
+        '"parallel_drafting":true}')
 LORA_A, LORA_B = '{"name":"a","path":"/p"}', '{"name":"b","path":"/q"}'
 
 
@@ -59,7 +60,8 @@ BEHAVIOUR = [
       "legacy": ["--model", "m", "--lora-modules", f"{LORA_A} {LORA_B}"]}),
     ("array for a one-value flag", {"SM_VLLM_MODEL": "m", "SM_VLLM_ALLOWED_ORIGINS": '["*"]'}, False,
      {"current": ["--allowed-origins", '["*"]', "--model", "m"],
-      "shell": ["--model", "m", "--allowed-origins", '["*"]'], "legacy": ["--model", "m", "--allowed-origins", '["*"]']}),
+      "shell": ["--model", "m", "--allowed-origins", '["*"]'],
+      "legacy": ["--model", "m", "--allowed-origins", '["*"]']}),
     ("key order", {"SM_VLLM_MODEL": "m", "SM_VLLM_MAX_MODEL_LEN": "512", "SM_VLLM_DTYPE": "float32"}, False,
      {"current": ["--dtype", "float32", "--max-model-len", "512", "--model", "m"],
       "shell": ["--model", "m", "--max-model-len", "512", "--dtype", "float32"],

@@ -18,6 +18,8 @@ from peagle_nb.sagemaker.plan import PlanError  # noqa: E402
 
 SPEC_PATH = paths.data_dir() / "sagemaker" / "jumpstart" / f"{MODEL_ID}.json"
 REGION = "us-east-1"
+DLC = "763104351884"  # AWS's Deep Learning Containers registry in us-east-1 / us-west-2
+CU129_TAG = "0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
 PEAGLE_SPEC = {"model": "/opt/ml/additional-model-data-sources/eagle", "method": "eagle3",
                "num_speculative_tokens": 3, "parallel_drafting": True}
 
@@ -81,13 +83,14 @@ def test_build_and_deploy_offline_with_tags_everywhere(aws, catalogue, requests_
     model = sm.describe_model(ModelName=name)
     container = model["PrimaryContainer"]
     assert json.loads(container["Environment"]["SM_VLLM_SPECULATIVE_CONFIG"]) == PEAGLE_SPEC
-    assert container["Image"] == f"763104351884.dkr.ecr.{REGION}.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+    assert container["Image"] == f"{DLC}.dkr.ecr.{REGION}.amazonaws.com/vllm:{CU129_TAG}"
     (head,) = container["AdditionalModelDataSources"]  # the P-EAGLE head reaches the container
     assert head["ChannelName"] == "eagle" and head["S3DataSource"]["S3Uri"].endswith("gpt-oss-20b-p-eagle/")
     (create_model,) = [p for op, p in requests_sent if op == "CreateModel"]
     assert create_model["EnableNetworkIsolation"] is True
     variant = sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
-    assert variant["InstanceType"] == "ml.g7e.2xlarge" and variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
+    assert variant["InstanceType"] == "ml.g7e.2xlarge"
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 3600
     arns = {"model": model["ModelArn"],
             "endpoint_config": sm.describe_endpoint_config(EndpointConfigName=name)["EndpointConfigArn"],
             "endpoint": sm.describe_endpoint(EndpointName=name)["EndpointArn"]}

@@ -12,6 +12,7 @@ from peagle_nb.serving.presets import PRESETS
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 EXPLICIT_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-vllm:1"
+DLC_US_WEST_2 = "763104351884.dkr.ecr.us-west-2.amazonaws.com"  # AWS's Deep Learning Containers registry
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +28,7 @@ def test_preset_plan_is_valid_printable_and_round_trips():
     assert spec == {"method": "eagle3", "model": "amazon/GPT-OSS-20B-P-EAGLE", "num_speculative_tokens": 7,
                     "parallel_drafting": True}
     assert plan.env["SM_VLLM_MODEL"] == "openai/gpt-oss-20b"
-    assert plan.image_uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
+    assert plan.image_uri == f"{DLC_US_WEST_2}/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
     assert "image_uris.retrieve" in plan.image_source and plan.inference_ami_version == images.CUDA13_AMI
     text = plan.describe()
     assert "vllm serve --port 8080 --async-scheduling --kv-cache-dtype fp8" in text and "$2.81/h" in text
@@ -93,7 +94,7 @@ def test_g7e_gets_the_cuda12_image_jumpstart_runs_there():
     pytest.importorskip("sagemaker.core.image_uris")
     plan = validate_plan(build_plan("gpt-oss-120b-peagle", region="us-west-2", role_arn=ROLE))
     assert plan.instance_type == "ml.g7e.2xlarge"
-    assert plan.image_uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+    assert plan.image_uri == f"{DLC_US_WEST_2}/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
     assert plan.inference_ami_version is None and "InferenceAmiVersion" not in \
         plan.requests()["create_endpoint_config"]["ProductionVariants"][0]
     assert plan.vllm_version == "0.18.0" and "does not list ml.g7e" in plan.image_source

@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     q.add_argument("--max-tokens", type=int, default=32)
     q.add_argument("--keep", action="store_true", help="leave the endpoint running (it bills by the hour)")
     q.add_argument("--timeout", type=float, default=None, help="seconds to wait for InService")
+    q.add_argument("--speculation-wait", type=float, default=120,
+                   help="seconds to wait for vLLM's spec-decode line in the endpoint's CloudWatch log after the "
+                        "request (0: read once); no drafts = exit code 1")
     q = sub.add_parser("invoke", help="send one completion request to an endpoint")
     q.add_argument("--endpoint", required=True)
     q.add_argument("--region")
@@ -107,9 +110,13 @@ def argument_problems(args) -> list[str]:
     return problems
 
 
+def _paragraph(text: str) -> str:
+    return textwrap.fill(text, width=110, break_long_words=False, break_on_hyphens=False)
+
+
 def _fail(action: str, problems: list[str]) -> int:
     text = f"peagle-nb sagemaker {action}: " + " ".join(p if p.endswith(".") else p + "." for p in problems)
-    print(textwrap.fill(text, width=110, break_long_words=False, break_on_hyphens=False), file=sys.stderr)
+    print(_paragraph(text), file=sys.stderr)
     return 2
 
 
@@ -166,11 +173,22 @@ def _local(args) -> int:
 
 
 def _deploy(args) -> int:
+    import time
+
     from peagle_nb.sagemaker.deploy import Deployment
+    from peagle_nb.sagemaker.observe import SpeculationOff, log_group, require_speculation
 
     dep = Deployment(_build(args)).create(timeout_s=args.timeout)
     try:
+        started = time.time()
         print(json.dumps(dep.invoke({"prompt": args.prompt, "max_tokens": args.max_tokens}), indent=1))
+        if dep.plan.method != "none":  # an endpoint answers just as well with speculation silently off
+            stats = dep.speculation(since_s=started - 60, wait_s=args.speculation_wait)
+            require_speculation(stats, f"CloudWatch {log_group(dep.plan.resource_name)}")
+            print(f"speculation on: {stats['num_drafts']} drafts, acceptance length {stats['tau']:.2f}")
+    except SpeculationOff as exc:
+        print(_paragraph(f"peagle-nb sagemaker deploy: {exc}"), file=sys.stderr)
+        return 1
     finally:
         if args.keep:
             print(f"endpoint {dep.plan.resource_name} KEPT (billing). Remove with: {dep._cleanup_command()}")

@@ -67,6 +67,49 @@ def test_plan_prints_json(capsys, monkeypatch):
     assert plan["env"]["SM_VLLM_NO_ENABLE_PREFIX_CACHING"] == ""
 
 
+def _queue_answer(text=" speculative"):
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sagemakerruntime.models import sagemakerruntime_backends
+
+    body = {"choices": [{"text": text}], "usage": {"completion_tokens": 1}}
+    sagemakerruntime_backends[DEFAULT_ACCOUNT_ID][REGION].results_queue.append(
+        (json.dumps(body), "application/json", "AllTraffic", ""))
+
+
+def test_deploy_fails_when_the_endpoint_log_shows_no_drafts(aws, capsys):
+    """moto runs no container, so the endpoint's log group stays empty: exactly what an endpoint with
+    speculation off shows. The command answers, then exits 1 naming the problem, and deletes everything."""
+    pytest.importorskip("sagemaker.core.resources")
+    _queue_answer()
+    assert main(["sagemaker", "deploy", *GPT, *AWS, "--prompt", "def f(x):", "--speculation-wait", "0"]) == 1
+    captured = capsys.readouterr()
+    assert '" speculative"' in captured.out
+    err = " ".join(captured.err.split())
+    assert "no drafts in CloudWatch /aws/sagemaker/Endpoints/peagle-gpt-oss-20b-peagle-" in err
+    assert leftovers(aws) == NOTHING
+
+
+def test_deployment_reads_its_own_log_group(aws):
+    pytest.importorskip("sagemaker.core.resources")
+    from pathlib import Path
+
+    from peagle_nb.sagemaker.deploy import Deployment
+    from peagle_nb.sagemaker.observe import log_group
+    from peagle_nb.sagemaker.plan import build_plan
+
+    recorded = (Path(__file__).parent / "data" / "vllm_cpu_peagle.log").read_text().splitlines()
+    dep = Deployment(build_plan("tiny-peagle", target="s3://b/model/", head="s3://b/head/", region=REGION,
+                                role_arn=ROLE), session=aws, progress=lambda s: None, poll_s=0).create()
+    group, logs = log_group(dep.plan.resource_name), aws.client("logs")
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="AllTraffic/i-0aaa")
+    logs.put_log_events(logGroupName=group, logStreamName="AllTraffic/i-0aaa",
+                        logEvents=[{"timestamp": 1_796_300_000_000 + i, "message": m} for i, m in enumerate(recorded)])
+    stats = dep.speculation()
+    assert stats["n_log_lines"] == 2 and stats["num_drafts"] == 192 and stats["num_accepted_tokens"] == 296
+    dep.delete()
+
+
 def test_cleanup_command_removes_a_forgotten_deployment(aws, capsys):
     pytest.importorskip("sagemaker.core.resources")
     from peagle_nb.sagemaker.deploy import Deployment

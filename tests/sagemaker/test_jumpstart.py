@@ -97,6 +97,11 @@ def test_build_and_deploy_offline_with_tags_everywhere(aws, catalogue, requests_
     for kind, arn in arns.items():
         tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arn)["Tags"]}
         assert tags["peagle-nb:run"] == dep.plan.run_id and tags["peagle-nb:suite"] == "peagle-notebooks", kind
+    # An SDK release that tags only the model: the missing tags are added afterwards.
+    sm.delete_tags(ResourceArn=arns["endpoint"], TagKeys=["peagle-nb:run", "peagle-nb:suite"])
+    dep.ensure_tags()
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arns["endpoint"])["Tags"]}
+    assert tags["peagle-nb:run"] == dep.plan.run_id and tags["peagle-nb:suite"] == "peagle-notebooks"
     dep.delete()
     assert leftovers(aws) == NOTHING
 

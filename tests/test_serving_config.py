@@ -42,7 +42,7 @@ def test_public_presets_match_model_cards():
 def test_serve_cli_dry_run(capsys):
     assert cli_main(["serve", "--preset", "qwen3-coder-30b-peagle", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "vllm.entrypoints.openai.api_server" in out and '"parallel_drafting": true' in out and "80 GiB" in out
+    assert "vllm.entrypoints.openai.api_server" in out and '"parallel_drafting":true' in out and "80 GiB" in out
 
 
 EXPOSITION = """\

@@ -62,7 +62,7 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("06", "deploy_to_sagemaker_ai",
                  "Deploy P-EAGLE to a SageMaker AI endpoint: plan, container contract, deploy/invoke/benchmark, "
                  "cleanup that always runs; local emulation with real vLLM.",
-                 ("aws", "sagemaker_sdk"), 420, "16 prompts x 64 tokens instead of 4 x 16 (16x the generated "
+                 ("aws", "sagemaker_sdk"), 720, "16 prompts x 64 tokens instead of 4 x 16 (16x the generated "
                  "tokens) and concurrency 1 and 4; with MODE = \"aws\" a GPU endpoint billed by the hour"),
     NotebookSpec("07", "compare_peagle_vs_eagle3",
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",

@@ -7,8 +7,11 @@ SageMaker passes the container's server-sent events through in ``PayloadPart`` c
 event (or a UTF-8 character) anywhere, so :func:`iter_sse_text` re-assembles lines before parsing.
 
 ``runtime`` is anything with the sagemaker-runtime client's ``invoke_endpoint_with_response_stream``:
-boto3's client for a real endpoint, or :class:`peagle_nb.sagemaker.local.LocalRuntimeClient` for the
-local container emulation, so the same code path is exercised for real on this machine.
+boto3's client for a real endpoint (for a benchmark, the one ``deploy.benchmark_runtime_client`` makes:
+a connection per request in flight, no retries), or :class:`peagle_nb.sagemaker.local.LocalRuntimeClient`
+for the local container emulation, so the same code path is exercised for real on this machine.
+Requests carry ``ignore_eos`` (a vLLM extension) as the OpenAI backend's do: every request produces
+exactly ``max_tokens``, so methods are compared on the same amount of output.
 """
 
 from __future__ import annotations
@@ -86,10 +89,12 @@ def _parse_line(line: bytes):
 
 
 def completion_body(prompt: str, max_tokens: int, temperature: float, model: str | None = None,
-                    stream: bool = False) -> dict:
+                    stream: bool = False, ignore_eos: bool = False) -> dict:
     body = {"prompt": prompt, "max_tokens": int(max_tokens), "temperature": float(temperature)}
     if model:
         body["model"] = model
+    if ignore_eos:
+        body["ignore_eos"] = True
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -99,11 +104,13 @@ def completion_body(prompt: str, max_tokens: int, temperature: float, model: str
 class SageMakerBackend:
     """Benchmark ``Backend`` for a SageMaker endpoint (real, or the local emulation)."""
 
-    def __init__(self, endpoint_name: str, runtime, *, model: str | None = None, metrics_url: str | None = None):
+    def __init__(self, endpoint_name: str, runtime, *, model: str | None = None, metrics_url: str | None = None,
+                 ignore_eos: bool = True):
         self.endpoint_name = endpoint_name
         self.runtime = runtime
         self.model = model
         self.metrics_url = metrics_url  # only the local emulation exposes vLLM's /metrics
+        self.ignore_eos = ignore_eos
 
     @property
     def name(self) -> str:
@@ -111,20 +118,22 @@ class SageMakerBackend:
 
     def describe(self) -> dict:
         """Written into benchmark results (``model.server``)."""
-        return {"endpoint": self.endpoint_name, "transport": type(self.runtime).__name__, "model": self.model}
+        return {"endpoint": self.endpoint_name, "transport": type(self.runtime).__name__, "model": self.model,
+                "ignore_eos": self.ignore_eos}
 
     def invoke(self, prompt: str, max_tokens: int = 32, temperature: float = 0.0) -> dict:
         """One plain (non-streaming) completion; the parsed JSON response."""
         resp = self.runtime.invoke_endpoint(
             EndpointName=self.endpoint_name, ContentType="application/json", Accept="application/json",
-            Body=json.dumps(completion_body(prompt, max_tokens, temperature, self.model)))
+            Body=json.dumps(completion_body(prompt, max_tokens, temperature, self.model, ignore_eos=self.ignore_eos)))
         body = resp["Body"]
         return json.loads(body.read() if hasattr(body, "read") else body)
 
     def stream_sync(self, prompt: str, max_tokens: int, temperature: float) -> Iterator[str]:
         resp = self.runtime.invoke_endpoint_with_response_stream(
             EndpointName=self.endpoint_name, ContentType="application/json", Accept="text/event-stream",
-            Body=json.dumps(completion_body(prompt, max_tokens, temperature, self.model, stream=True)))
+            Body=json.dumps(completion_body(prompt, max_tokens, temperature, self.model, stream=True,
+                                            ignore_eos=self.ignore_eos)))
         yield from iter_sse_text(payload_parts(resp["Body"]))
 
     async def stream(self, prompt: str, max_tokens: int, temperature: float) -> AsyncIterator[str]:

@@ -7,8 +7,11 @@ prints exactly what is sent. Streaming uses boto3's sagemaker-runtime client dir
 ``invoke_with_response_stream`` wraps the same call but re-parses the event stream into pydantic shapes).
 
 Safety rules, all tested against moto (tests/sagemaker/):
-- every resource is tagged (``peagle-nb:suite``, ``peagle-nb:run``), so
+- every resource is tagged (``peagle-nb:suite``, ``peagle-nb:run``), uploaded S3 objects included, so
   ``peagle-nb sagemaker cleanup --tag peagle-nb:run=<id>`` can find leftovers from a crashed kernel;
+- deletion goes through the boto3 client the deployment already holds (any SDK version), and whether an
+  endpoint is busy is read from its status (DescribeEndpoint), never from the text of an error: AWS
+  refuses to delete an endpoint that is still Creating/Updating, so deletion waits until it is not;
 - a resource's name is recorded BEFORE its create call, so a call that fails after AWS accepted it
   (timeout, parse error, Ctrl-C) is still deleted;
 - :meth:`Deployment.create` deletes everything it created when anything fails or the user interrupts
@@ -24,27 +27,36 @@ import time
 import urllib.parse
 from typing import Any, Callable, Iterator
 
-from peagle_nb.sagemaker._deps import require
+from peagle_nb.sagemaker._deps import MissingDependency, require, sdk_version_problems
 from peagle_nb.sagemaker.plan import SUITE_TAG, DeploymentPlan, resolve_local, validate_plan
 
 Progress = Callable[[str], None]
 _REGISTRY: dict[int, "Deployment"] = {}
+# Endpoint statuses AWS will not delete from: wait until the endpoint leaves them.
 TRANSITIONAL = ("Creating", "Updating", "SystemUpdating", "RollingBack")
+# SageMaker AI real-time endpoints stop waiting for the container's answer after 60 s.
+INVOCATION_LIMIT_S = 60
 
 
 class DeploymentFailed(RuntimeError):
     """The endpoint reached Failed (reason from DescribeEndpoint) or did not get InService in time."""
 
 
-def _not_found(exc: BaseException) -> bool:
-    err = getattr(exc, "response", {}).get("Error", {}) if hasattr(exc, "response") else {}
-    code, msg = err.get("Code", ""), err.get("Message", "")
-    return "NotFound" in code or "Could not find" in msg or "does not exist" in msg
+def _error_code(exc: BaseException) -> str:
+    return ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code", "")
 
 
-def _busy(exc: BaseException) -> bool:
-    msg = (getattr(exc, "response", {}) or {}).get("Error", {}).get("Message", "") if hasattr(exc, "response") else ""
-    return any(s in msg for s in ("Creating", "Updating", "in progress", "SystemUpdating"))
+def _gone(exc: BaseException) -> bool:
+    """SageMaker answers Describe* of a missing resource with ValidationException (its own
+    ``endpoint_deleted`` waiter relies on exactly that), S3 with NoSuchKey/NoSuchBucket."""
+    return _error_code(exc) in ("ValidationException", "ResourceNotFound", "NoSuchKey", "NoSuchBucket", "404")
+
+
+def require_tested_sdk() -> None:
+    """Refuse an SDK outside the tested range before creating anything (see ``_deps.SDK_RANGE``)."""
+    problems = sdk_version_problems()
+    if problems:
+        raise MissingDependency("; ".join(problems))
 
 
 def boto_session(region: str | None):
@@ -52,11 +64,72 @@ def boto_session(region: str | None):
     return boto3.Session(region_name=region)
 
 
+def endpoint_status(sm, name: str) -> str | None:
+    """DescribeEndpoint's status, or None when the endpoint does not exist."""
+    try:
+        return sm.describe_endpoint(EndpointName=name)["EndpointStatus"]
+    except Exception as exc:
+        if _gone(exc):
+            return None
+        raise
+
+
+def delete_endpoint_when_idle(sm, name: str, *, timeout_s: float, poll_s: float, progress: Progress = print,
+                              retry_hint: str = "") -> None:
+    """Delete endpoint ``name`` once its status allows it; a refused call is retried only while the status
+    says the endpoint is busy, so the decision never depends on an error message's wording."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = endpoint_status(sm, name)
+        if status is None or status == "Deleting":
+            return
+        if status not in TRANSITIONAL:
+            try:
+                sm.delete_endpoint(EndpointName=name)
+                return
+            except Exception:
+                status = endpoint_status(sm, name)
+                if status is None or status == "Deleting":
+                    return
+                if status not in TRANSITIONAL:
+                    raise
+        if time.monotonic() >= deadline:
+            raise DeploymentFailed(f"endpoint {name} is still {status} after {timeout_s:.0f} s; AWS deletes an "
+                                   f"endpoint only once it leaves {status}. {retry_hint}".strip())
+        progress(f"endpoint {name} is {status}: AWS deletes it only after that; waiting {poll_s:g} s")
+        time.sleep(poll_s)
+
+
+def _delete_if_present(describe, delete) -> None:
+    """Delete a model or endpoint config; an error is ignored only if the resource is then gone."""
+    try:
+        delete()
+    except Exception:
+        try:
+            describe()
+        except Exception as exc:
+            if _gone(exc):
+                return
+        raise
+
+
+def benchmark_runtime_client(session, region: str | None, max_concurrency: int):
+    """A sagemaker-runtime client for load tests: a connection per request in flight (botocore's default
+    pool of 10 would queue requests on the client and count the wait as latency), no automatic retries
+    (a retried request would hide a failure and double its time), and a read timeout above the endpoint's
+    own invocation limit, so SageMaker's timeout is the one reported."""
+    config = require("botocore.config").Config(
+        max_pool_connections=max(10, int(max_concurrency)), retries={"total_max_attempts": 1, "mode": "standard"},
+        read_timeout=INVOCATION_LIMIT_S + 30, connect_timeout=10)
+    return session.client("sagemaker-runtime", region_name=region, config=config)
+
+
 class Deployment:
     """One endpoint's life. ``with Deployment(plan).create() as dep: dep.invoke({...})`` deletes on exit."""
 
     def __init__(self, plan: DeploymentPlan, *, session=None, progress: Progress = print, poll_s: float = 15.0):
         self.plan = validate_plan(plan, for_aws=True)
+        require_tested_sdk()
         self.session = session or boto_session(plan.region)
         self.progress = progress
         self.poll_s = poll_s
@@ -175,17 +248,37 @@ class Deployment:
             ContentType="application/json")
         yield from payload_parts(resp["Body"])
 
-    def backend(self, model: str | None = None):
+    def backend(self, model: str | None = None, max_concurrency: int = 64):
+        """The benchmark's ``Backend`` for this endpoint, on a client sized for ``max_concurrency``."""
         from peagle_nb.sagemaker.backend import SageMakerBackend
 
-        return SageMakerBackend(self.plan.resource_name, self.runtime_client(), model=model)
+        client = benchmark_runtime_client(self.session, self.plan.region, max_concurrency)
+        return SageMakerBackend(self.plan.resource_name, client, model=model)
+
+    def speculation(self, since_s: float | None = None, wait_s: float = 0.0) -> dict:
+        """Acceptance from the container log (vLLM's spec-decode lines in CloudWatch Logs) since
+        ``since_s`` (epoch seconds); waits up to ``wait_s`` for the first line (vLLM logs every 10 s and
+        CloudWatch takes a little longer). See :mod:`peagle_nb.sagemaker.observe`."""
+        from peagle_nb.sagemaker import observe
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            lines = observe.cloudwatch_lines(self.session, self.plan.resource_name, since_s=since_s,
+                                             region=self.plan.region)
+            if lines or time.monotonic() >= deadline:
+                return observe.spec_decode_from_log(lines, self.plan.k)
+            time.sleep(min(self.poll_s, 15.0) or 1.0)
 
     # ---- delete -------------------------------------------------------------------------------------
-    def delete(self, wait_timeout_s: float = 1800) -> list[tuple[str, str]]:
+    def delete(self, wait_timeout_s: float | None = None) -> list[tuple[str, str]]:
         """Delete endpoint, endpoint config, model and uploaded objects; idempotent; never stops halfway.
 
+        An endpoint still Creating is waited for (AWS refuses to delete it before), up to
+        ``wait_timeout_s`` (default: the plan's download + health-check limits, SageMaker's own bound).
         Returns what was deleted. A Ctrl-C during deletion is held until every deletion was tried.
         """
+        if wait_timeout_s is None:
+            wait_timeout_s = self.plan.startup_health_timeout_s + self.plan.model_data_download_timeout_s + 600
         interrupted = None
         failures = []
         order = {"endpoint": 0, "endpoint_config": 1, "model": 2, "s3_object": 3}
@@ -199,44 +292,37 @@ class Deployment:
                 interrupted = exc
                 failures.append((kind, name, "interrupted"))
             except Exception as exc:
-                if _not_found(exc):
-                    self.deleted.append((kind, name))
-                else:
-                    failures.append((kind, name, f"{type(exc).__name__}: {exc}"))
+                failures.append((kind, name, f"{type(exc).__name__}: {exc}"))
         self.created = [kn for kn in self.created if kn not in self.deleted]
         if not self.created:
             _REGISTRY.pop(id(self), None)
         if failures:
             self.progress("COULD NOT DELETE: " + "; ".join(f"{k} {n} ({why})" for k, n, why in failures)
-                          + f"\n  retry: peagle-nb sagemaker cleanup --tag peagle-nb:run={self.plan.run_id} "
-                          f"--region {self.plan.region}")
+                          + f"\n  retry: {self._cleanup_command()}")
         if interrupted is not None:
             raise interrupted
         return list(self.deleted)
+
+    def _cleanup_command(self) -> str:
+        bucket = f" --s3-bucket {self.plan.s3_bucket}" if self.plan.s3_bucket else ""
+        return (f"peagle-nb sagemaker cleanup --tag peagle-nb:run={self.plan.run_id} --region {self.plan.region}"
+                + bucket)
 
     def _delete_one(self, kind: str, name: str, wait_timeout_s: float) -> None:
         if kind == "s3_object":
             bucket, _, key = name[len("s3://"):].partition("/")
             self.session.client("s3", region_name=self.plan.region).delete_object(Bucket=bucket, Key=key)
             return
-        resources, _, _ = self._sdk()
+        sm = self.session.client("sagemaker", region_name=self.plan.region)
         self.progress(f"deleting {kind.replace('_', ' ')} {name}")
         if kind == "endpoint":
-            obj = resources.Endpoint(endpoint_name=name)
+            delete_endpoint_when_idle(sm, name, timeout_s=wait_timeout_s, poll_s=self.poll_s, progress=self.progress,
+                                      retry_hint=f"Retry: {self._cleanup_command()}")
         elif kind == "endpoint_config":
-            obj = resources.EndpointConfig(endpoint_config_name=name)
+            _delete_if_present(lambda: sm.describe_endpoint_config(EndpointConfigName=name),
+                               lambda: sm.delete_endpoint_config(EndpointConfigName=name))
         else:
-            obj = resources.Model(model_name=name)
-        obj._set_client_context(**self._ctx())
-        deadline = time.monotonic() + wait_timeout_s
-        while True:
-            try:
-                obj.delete()
-                return
-            except Exception as exc:  # an endpoint still Creating may refuse deletion: wait and retry
-                if kind != "endpoint" or not _busy(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(self.poll_s)
+            _delete_if_present(lambda: sm.describe_model(ModelName=name), lambda: sm.delete_model(ModelName=name))
 
     def __enter__(self) -> "Deployment":
         return self
@@ -271,10 +357,13 @@ atexit.register(lambda: delete_all() if _REGISTRY else None)
 
 
 # ---- leftovers ---------------------------------------------------------------------------------------
-def find_tagged(session, tag: tuple[str, str] = SUITE_TAG, name_contains: str | None = "peagle") -> dict[str, list[str]]:
-    """Endpoints, endpoint configs and models carrying ``tag`` (key, value) in the session's region."""
+def find_tagged(session, tag: tuple[str, str] = SUITE_TAG, name_contains: str | None = "peagle",
+                s3_bucket: str | None = None) -> dict[str, list[str]]:
+    """Endpoints, endpoint configs, models and S3 objects carrying ``tag`` (key, value) in the session's
+    region. S3 objects are looked for under the tagged models' data sources and, with ``s3_bucket``,
+    under that bucket's ``peagle-nb/`` prefix (where uploads go); only objects with the tag count."""
     sm = session.client("sagemaker")
-    found: dict[str, list[str]] = {"endpoint": [], "endpoint_config": [], "model": []}
+    found: dict[str, list[str]] = {"endpoint": [], "endpoint_config": [], "model": [], "s3_object": []}
     listing = {"endpoint": ("list_endpoints", "Endpoints", "EndpointName", "EndpointArn"),
                "endpoint_config": ("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName",
                                    "EndpointConfigArn"),
@@ -291,27 +380,67 @@ def find_tagged(session, tag: tuple[str, str] = SUITE_TAG, name_contains: str | 
             token = page.get("NextToken")
             if not token:
                 break
+    prefixes = {(s3_bucket, "peagle-nb/")} if s3_bucket else set()
+    for name in found["model"]:
+        prefixes |= _model_data_prefixes(sm.describe_model(ModelName=name))
+    found["s3_object"] = _tagged_objects(session.client("s3"), sorted(prefixes), tag)
     return found
 
 
+def _model_data_prefixes(model: dict) -> set[tuple[str, str]]:
+    containers = [model.get("PrimaryContainer") or {}, *(model.get("Containers") or [])]
+    uris = []
+    for c in containers:
+        uris.append(((c.get("ModelDataSource") or {}).get("S3DataSource") or {}).get("S3Uri"))
+        uris += [(s.get("S3DataSource") or {}).get("S3Uri") for s in c.get("AdditionalModelDataSources") or []]
+    out = set()
+    for uri in uris:
+        if uri and uri.startswith("s3://"):
+            bucket, _, prefix = uri[len("s3://"):].partition("/")
+            out.add((bucket, prefix))
+    return out
+
+
+def _tagged_objects(s3, prefixes: list[tuple[str, str]], tag: tuple[str, str]) -> list[str]:
+    """s3:// URIs of objects under ``prefixes`` whose tag set holds ``tag``. A bucket we may not list or
+    read tags in (JumpStart's, another account's) holds nothing of ours: skipped."""
+    found = []
+    for bucket, prefix in prefixes:
+        try:
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                for obj in page.get("Contents", []):
+                    tags = s3.get_object_tagging(Bucket=bucket, Key=obj["Key"]).get("TagSet", [])
+                    if any(t["Key"] == tag[0] and t["Value"] == tag[1] for t in tags):
+                        found.append(f"s3://{bucket}/{obj['Key']}")
+        except Exception as exc:
+            if _error_code(exc) not in ("AccessDenied", "NoSuchBucket", "AllAccessDisabled"):
+                raise
+    return sorted(set(found))
+
+
 def cleanup_tagged(session, tag: tuple[str, str] = SUITE_TAG, *, dry_run: bool = False,
-                   name_contains: str | None = "peagle", progress: Progress = print) -> dict[str, list[str]]:
-    """Delete every endpoint, endpoint config and model carrying ``tag`` (endpoints first)."""
-    found = find_tagged(session, tag, name_contains)
+                   name_contains: str | None = "peagle", s3_bucket: str | None = None, poll_s: float = 15.0,
+                   wait_timeout_s: float = 4200, progress: Progress = print) -> dict[str, list[str]]:
+    """Delete every endpoint, endpoint config, model and S3 object carrying ``tag`` (endpoints first)."""
+    found = find_tagged(session, tag, name_contains, s3_bucket)
     sm = session.client("sagemaker")
-    ops = {"endpoint": ("delete_endpoint", "EndpointName"),
-           "endpoint_config": ("delete_endpoint_config", "EndpointConfigName"),
-           "model": ("delete_model", "ModelName")}
-    for kind in ("endpoint", "endpoint_config", "model"):
+    s3 = session.client("s3")
+    for kind in ("endpoint", "endpoint_config", "model", "s3_object"):
         for name in found[kind]:
             progress(f"{'would delete' if dry_run else 'deleting'} {kind.replace('_', ' ')} {name}")
-            if not dry_run:
-                op, arg = ops[kind]
-                try:
-                    getattr(sm, op)(**{arg: name})
-                except Exception as exc:
-                    if not _not_found(exc):
-                        raise
+            if dry_run:
+                continue
+            if kind == "endpoint":
+                delete_endpoint_when_idle(sm, name, timeout_s=wait_timeout_s, poll_s=poll_s, progress=progress)
+            elif kind == "endpoint_config":
+                _delete_if_present(lambda n=name: sm.describe_endpoint_config(EndpointConfigName=n),
+                                   lambda n=name: sm.delete_endpoint_config(EndpointConfigName=n))
+            elif kind == "model":
+                _delete_if_present(lambda n=name: sm.describe_model(ModelName=n),
+                                   lambda n=name: sm.delete_model(ModelName=n))
+            else:
+                bucket, _, key = name[len("s3://"):].partition("/")
+                s3.delete_object(Bucket=bucket, Key=key)
     return found
 
 

@@ -33,7 +33,8 @@ def default_mounts(plan: DeploymentPlan) -> dict[str, str]:
     return mounts
 
 
-def local_server_args(plan: DeploymentPlan, mounts: Mapping[str, str] | None = None) -> list[str]:
+def local_server_args(plan: DeploymentPlan, mounts: Mapping[str, str] | None = None,
+                      entrypoint: str = "current") -> list[str]:
     """The container's ``vllm serve`` arguments for ``plan``, with container paths mapped to local folders
     and ``--port 8080`` removed (the managed server chooses a free port and adds ``--host/--port``)."""
     mounts = default_mounts(plan) if mounts is None else dict(mounts)
@@ -41,7 +42,8 @@ def local_server_args(plan: DeploymentPlan, mounts: Mapping[str, str] | None = N
         if not Path(local).is_dir():
             raise FileNotFoundError(f"{local} (mounted at {path}) does not exist: build the tiny models first "
                                     "(see data/models/README) or point the plan at an existing folder")
-    args = container.container_args(plan.env, model_dir_has_files=container.MODEL_DIR in mounts)
+    args = container.container_args(plan.env, model_dir_has_files=container.MODEL_DIR in mounts,
+                                    entrypoint=entrypoint)
     assert args[:2] == ["--port", str(container.PORT)]
     return container.remap_paths(args[2:], mounts)
 
@@ -112,6 +114,7 @@ class LocalEndpoint:
         self.log_path = log_path
         self.env = {**plan.env, **(env or {})}  # the container's process sees the whole model environment
         self.server = None
+        self.log_file: Path | None = None  # the server's log (the container's CloudWatch stream on AWS)
 
     @property
     def name(self) -> str:
@@ -129,6 +132,7 @@ class LocalEndpoint:
 
         server = ManagedVllmServer(self.args, env=self.env, startup_timeout_s=self.startup_timeout_s,
                                    log_path=self.log_path)
+        self.log_file = server.log_path
         server.start()  # raises (and stops vLLM again) if it does not come up, Ctrl-C included
         self.server = server
         register(self)
@@ -157,10 +161,37 @@ class LocalEndpoint:
 
         yield from payload_parts(resp["Body"])
 
-    def backend(self, model: str | None = None):
+    def backend(self, model: str | None = None, max_concurrency: int | None = None):
+        """The benchmark's ``Backend`` (``max_concurrency`` matters only for an AWS client's pool)."""
         from peagle_nb.sagemaker.backend import SageMakerBackend
 
         return SageMakerBackend(self.name, self.runtime_client(), model=model, metrics_url=self.base_url)
+
+    def log_lines(self) -> list[str]:
+        """The server's log so far (kept after :meth:`delete`)."""
+        if self.log_file is None or not self.log_file.is_file():
+            return []
+        return self.log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def speculation(self, settle_s: float = 0.0) -> dict:
+        """Acceptance from vLLM's spec-decode log lines, as a SageMaker endpoint's log group shows it.
+
+        vLLM writes a line per stats interval (10 s), so the newest requests show up late: ``settle_s`` waits
+        up to that long for the log to account for every draft ``/metrics`` has counted (the emulation can
+        read both; an endpoint only has the log)."""
+        import time
+
+        from peagle_nb.sagemaker import observe
+        from peagle_nb.serving.metrics import read_spec_decode_metrics
+
+        deadline = time.monotonic() + settle_s
+        while True:
+            stats = observe.spec_decode_from_log(self.log_lines(), self.plan.k)
+            if time.monotonic() >= deadline or self.server is None:
+                return stats
+            if stats["num_drafts"] == read_spec_decode_metrics(self.base_url)["num_drafts"]:
+                return stats
+            time.sleep(1.0)
 
     def delete(self) -> None:
         from peagle_nb.sagemaker.deploy import unregister

@@ -1,16 +1,19 @@
 """The deployment plan: everything a SageMaker AI endpoint for P-EAGLE needs, checked before any AWS call.
 
 Explained in notebook 06. A plan is a plain dataclass (printable with :meth:`DeploymentPlan.describe`,
-JSON round-trip with :meth:`to_json` / :meth:`from_json`) built from a preset or explicit arguments by
-:func:`build_plan`. It holds the container image (from the SageMaker SDK's image URI lookup, else an
-explicit URI), the container environment (``SM_VLLM_MODEL``/``HF_MODEL_ID``, the one-line JSON
-``SM_VLLM_SPECULATIVE_CONFIG`` with ``"method":"eagle3"`` and ``parallel_drafting``, other engine flags),
-the instance type, the inference AMI version, the startup health-check timeout, and where the target
-and head live in S3 (the head is attached as an additional model data source; the speculative config
-points at its container path ``/opt/ml/additional-model-data-sources/<channel>``).
+JSON round-trip with :meth:`to_json` / :meth:`from_json`) built by :func:`build_plan` from a preset of the
+one preset table (``peagle_nb.serving.presets``, shared with ``peagle-nb serve``) and/or explicit
+arguments. It holds the container image and inference AMI (``images.choose_image``: a combination AWS
+ships for the instance), the container environment (``SM_VLLM_MODEL``, the one-line JSON
+``SM_VLLM_SPECULATIVE_CONFIG`` written by ``peagle_nb.serving.config`` with ``"method":"eagle3"`` and, for
+P-EAGLE, ``"parallel_drafting":true``, the preset's engine flags in the portable spelling of
+``container.py``), the instance type, the startup health-check timeout, and where the target and head live
+in S3 (the head is attached as an additional model data source; the speculative config points at its
+container path ``/opt/ml/additional-model-data-sources/<channel>``).
 
 :func:`validate_plan` raises :class:`PlanError` listing every problem (GPU memory too small for the
-model, K above the head's trained depth, missing role or region...) with the fix for each.
+model, K above the head's trained depth, missing role or region, an image/AMI pair AWS does not list,
+an environment the container generations read differently...) with the fix for each.
 """
 
 from __future__ import annotations
@@ -25,19 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from peagle_nb.sagemaker import container, instances
+from peagle_nb.sagemaker import container, images, instances
+from peagle_nb.serving import config as serving_config
+from peagle_nb.serving.presets import PRESETS, UnknownPreset, get_preset
 
 SUITE_TAG = ("peagle-nb:suite", "peagle-notebooks")
 RUN_TAG_KEY = "peagle-nb:run"
-DEFAULT_VLLM_VERSION = "0.30"
-CUDA13_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
-DEFAULT_AMI = CUDA13_AMI
+DEFAULT_VLLM_VERSION = images.DEFAULT_VLLM_VERSION
+CUDA13_AMI = images.CUDA13_AMI
 HEAD_CHANNEL = "draft"
 MIN_PARALLEL_DRAFTING_VLLM = (0, 16)
 ROLE_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 METHODS = ("peagle", "eagle3", "none")
+__all__ = ["PRESETS", "DeploymentPlan", "PlanError", "build_plan", "validate_plan"]
 
 
 class PlanError(ValueError):
@@ -46,49 +51,6 @@ class PlanError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         super().__init__("the deployment plan is not valid:\n" + "\n".join(f"  - {p}" for p in self.problems))
-
-
-# The tiny models' engine flags, as peagle_nb.serving.presets serves them on a CPU (no CUDA graphs, fp32).
-_TINY_ENGINE = {"dtype": "float32", "max-model-len": 1024, "enforce-eager": True}
-
-# Presets (kept consistent with peagle_nb.serving.presets by tests/sagemaker/test_plan.py).
-# min_gpu_memory_gib = weights + drafter + a KV-cache reserve for a useful batch (our estimate).
-PRESETS: dict[str, dict[str, Any]] = {
-    "gpt-oss-20b-peagle": dict(
-        target="openai/gpt-oss-20b", head="amazon/GPT-OSS-20B-P-EAGLE", method="peagle", k=7, trained_k=10,
-        instance_type="ml.g6e.2xlarge", min_gpu_memory_gib=40,
-        engine_args={"max-model-len": 8192, "kv-cache-dtype": "fp8", "async-scheduling": True,
-                     "max-cudagraph-capture-size": 4096, "no-enable-prefix-caching": True},
-        notes="HF card amazon/GPT-OSS-20B-P-EAGLE: trained K=10, serve K=7 (vLLM/AWS blog: best K=7). "
-              "MXFP4 weights ~13 GiB. Needs a vLLM with the KV-cache-group fix (PR #35062)."),
-    "gpt-oss-20b-eagle3": dict(
-        target="openai/gpt-oss-20b", head="RedHatAI/gpt-oss-20b-speculator.eagle3", method="eagle3", k=3,
-        trained_k=None, instance_type="ml.g6e.2xlarge", min_gpu_memory_gib=40,
-        engine_args={"max-model-len": 8192, "kv-cache-dtype": "fp8", "async-scheduling": True,
-                     "max-cudagraph-capture-size": 4096, "no-enable-prefix-caching": True},
-        notes="The EAGLE-3 baseline of the vLLM/AWS blog (best K=3)."),
-    "gpt-oss-120b-peagle": dict(
-        target="openai/gpt-oss-120b", head="amazon/gpt-oss-120b-p-eagle", method="peagle", k=5, trained_k=8,
-        instance_type="ml.g7e.2xlarge", min_gpu_memory_gib=80,
-        engine_args={"max-model-len": 32768, "kv-cache-dtype": "fp8", "async-scheduling": True,
-                     "max-cudagraph-capture-size": 4096, "no-enable-prefix-caching": True, "max-num-seqs": 128},
-        notes="HF card amazon/gpt-oss-120b-p-eagle: trained K=8, serve K=5. MXFP4 weights ~61 GiB."),
-    "qwen3-coder-30b-peagle": dict(
-        target="Qwen/Qwen3-Coder-30B-A3B-Instruct", head="amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE",
-        method="peagle", k=10, trained_k=18, instance_type="ml.g7e.2xlarge", min_gpu_memory_gib=80,
-        engine_args={"max-model-len": 16384, "async-scheduling": True, "no-enable-prefix-caching": True},
-        notes="HF card: trained K=18, serve K=10. bf16 weights ~57 GiB."),
-    # The suite's own tiny models (data/models/), uploaded to S3 on AWS, mounted folders locally.
-    "tiny-peagle": dict(
-        target="data/models/tiny-target", head="data/models/tiny-peagle", method="peagle", k=4, trained_k=None,
-        instance_type="ml.g5.xlarge", min_gpu_memory_gib=1, engine_args=_TINY_ENGINE,
-        notes="The suite's tiny target + P-EAGLE head (a few MiB): cheapest real deployment, and what the "
-              "local emulation serves on a CPU."),
-    "tiny-eagle3": dict(
-        target="data/models/tiny-target", head="data/models/tiny-eagle3", method="eagle3", k=3, trained_k=None,
-        instance_type="ml.g5.xlarge", min_gpu_memory_gib=1, engine_args=_TINY_ENGINE,
-        notes="The suite's tiny target + EAGLE-3 head, the baseline for the benchmark."),
-}
 
 
 @dataclass
@@ -109,7 +71,7 @@ class DeploymentPlan:
     role_arn: str | None = None
     instance_count: int = 1
     vllm_version: str = DEFAULT_VLLM_VERSION
-    inference_ami_version: str = DEFAULT_AMI
+    inference_ami_version: str | None = CUDA13_AMI  # None: SageMaker's default AMI
     startup_health_timeout_s: int = 1800
     model_data_download_timeout_s: int = 1800
     model_data_s3_uri: str | None = None
@@ -147,10 +109,10 @@ class DeploymentPlan:
         except KeyError:
             return None
 
-    def container_args(self) -> list[str]:
+    def container_args(self, entrypoint: str = "current") -> list[str]:
         """The ``vllm serve`` arguments the AWS container will run for this plan."""
         return container.container_args(self.env, model_dir_has_files=self.model_data_s3_uri is not None
-                                         or self.target_is_local)
+                                         or self.target_is_local, entrypoint=entrypoint)
 
     # ---- the API requests ----------------------------------------------------------------------------
     def aws_tags(self) -> list[dict[str, str]]:
@@ -174,10 +136,12 @@ class DeploymentPlan:
                                  "CompressionType": "None"}}]
         variant = {
             "VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": self.instance_count,
-            "InstanceType": self.instance_type, "InferenceAmiVersion": self.inference_ami_version,
+            "InstanceType": self.instance_type,
             "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_health_timeout_s,
             "ModelDataDownloadTimeoutInSeconds": self.model_data_download_timeout_s,
         }
+        if self.inference_ami_version:
+            variant["InferenceAmiVersion"] = self.inference_ami_version
         return {
             "create_model": {"ModelName": name, "PrimaryContainer": primary,
                              "ExecutionRoleArn": self.role_arn or "<execution role arn>", "Tags": self.aws_tags()},
@@ -217,7 +181,7 @@ class DeploymentPlan:
             f"  image         {self.image_uri}  [{self.image_source}]",
             f"  instance      {self.instance_count} x {self.instance_type}"
             + (f"  (~${cost:.2f}/h, ${cost * 24:.0f}/day)" if cost is not None else "  (price unknown)"),
-            f"  AMI           {self.inference_ami_version}",
+            f"  AMI           {self.inference_ami_version or 'SageMaker default (no InferenceAmiVersion)'}",
             f"  health check  container must answer /ping within {self.startup_health_timeout_s} s",
             f"  region / role {self.region or '<none>'} / {self.role_arn or '<none>'}",
             f"  resources     model, endpoint config, endpoint named {self.resource_name!r}",
@@ -228,10 +192,7 @@ class DeploymentPlan:
         if not self.env:
             lines.append(f"    (none here: {self.image_source} sets it)")
             return "\n".join(lines)
-        try:
-            lines.append("  container runs: vllm serve " + " ".join(_shell_quote(a) for a in self.container_args()))
-        except ValueError as exc:
-            lines.append(f"  container would fail: {exc}")
+        lines.append("  container runs: vllm serve " + " ".join(_shell_quote(a) for a in self.container_args()))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -280,35 +241,17 @@ def head_trained_k(head_dir: str | Path) -> int | None:
     return int(value) if value is not None else None
 
 
-def resolve_image_uri(region: str | None, vllm_version: str = DEFAULT_VLLM_VERSION,
-                      instance_type: str | None = None) -> tuple[str | None, str]:
-    """(uri, how) from the SDK's own table: ``sagemaker.core.image_uris.retrieve("vllm", ...)``.
-
-    Returns (None, reason) when the SDK is missing or does not know the region/version; the plan then
-    needs an explicit ``image_uri``.
-    """
-    if region is None:
-        return None, "no region yet (the image lives in the region's ECR)"
-    try:
-        from sagemaker.core import image_uris
-    except ImportError:
-        return None, "SageMaker SDK not installed (extra `sagemaker`): pass image_uri explicitly"
-    try:
-        uri = image_uris.retrieve("vllm", region, version=vllm_version, image_scope="inference",
-                                  instance_type=instance_type)
-    except (ValueError, KeyError) as exc:
-        return None, f"the SDK has no vLLM image for {region}/{vllm_version} ({exc}): pass image_uri explicitly"
-    return uri, f"sagemaker.core.image_uris.retrieve('vllm', {region!r}, version={vllm_version!r})"
-
-
-def speculative_config(method: str, head_ref: str, k: int) -> dict[str, Any] | None:
-    """vLLM's --speculative-config: always ``"method": "eagle3"``; P-EAGLE adds ``parallel_drafting``."""
-    if method == "none":
-        return None
-    if method not in METHODS:
-        raise PlanError([f"method {method!r} is not one of {METHODS}"])
-    return {"method": "eagle3", "model": head_ref, "num_speculative_tokens": int(k),
-            "parallel_drafting": method == "peagle"}
+def _engine_env(flags: tuple[str, ...], overrides: dict[str, Any] | None) -> dict[str, str]:
+    """``SM_VLLM_*`` variables for the preset's engine flags, then explicit overrides (True: bare flag,
+    False/None: removed). Bare flags get the portable empty value (see ``container.py``)."""
+    env = container.args_to_env(list(flags))
+    for flag, value in (overrides or {}).items():
+        key = container.flag_to_env(flag)
+        if value is False or value is None:
+            env.pop(key, None)
+        else:
+            env[key] = "" if value is True else str(value)
+    return env
 
 
 def build_plan(preset: str | None = None, *, target: str | None = None, head: str | None = None,
@@ -316,33 +259,34 @@ def build_plan(preset: str | None = None, *, target: str | None = None, head: st
                instance_type: str | None = None, instance_count: int = 1, region: str | None = None,
                role_arn: str | None = None, image_uri: str | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,
                inference_ami_version: str | None = None, startup_health_timeout_s: int = 1800,
-               model_env: str = "SM_VLLM_MODEL", engine_args: dict[str, Any] | None = None,
-               extra_env: dict[str, str] | None = None, s3_bucket: str | None = None,
-               model_data_s3_uri: str | None = None, head_s3_uri: str | None = None,
+               engine_args: dict[str, Any] | None = None, extra_env: dict[str, str] | None = None,
+               s3_bucket: str | None = None, model_data_s3_uri: str | None = None, head_s3_uri: str | None = None,
                min_gpu_memory_gib: float | None = None, run_id: str | None = None,
                name: str | None = None) -> DeploymentPlan:
-    """Build a plan from ``preset`` (see ``PRESETS``) and/or explicit arguments (explicit wins).
+    """Build a plan from ``preset`` (a ``peagle_nb.serving.presets`` name) and/or explicit arguments
+    (explicit wins).
 
     Region and role default to ``AWS_REGION``/``AWS_DEFAULT_REGION`` and ``SAGEMAKER_ROLE_ARN``. Does not
     validate (call :func:`validate_plan`) and makes no AWS call (the image lookup reads the SDK's table).
     """
-    base: dict[str, Any] = {}
+    base = None
     if preset is not None:
-        if preset not in PRESETS:
-            raise PlanError([f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}"])
-        base = dict(PRESETS[preset])
-    target = target or base.get("target")
+        try:
+            base = get_preset(preset)
+        except UnknownPreset as exc:
+            raise PlanError([str(exc)]) from None
+    target = target or (base.target_path() if base else None)
     if not target:
         raise PlanError(["no target model: pass a preset or target=<hub id | local folder | s3:// uri>"])
-    method = method or base.get("method", "peagle")
-    head = head if head is not None else base.get("head")
-    k = int(k if k is not None else base.get("k", 3))
-    instance_type = instance_type or base.get("instance_type", "ml.g6e.2xlarge")
+    method = method or (base.method if base else "peagle")
+    head = head if head is not None else (base.head_path() if base else None)
+    k = int(k if k is not None else (base.k if base and base.k else 3))
+    instance_type = instance_type or (base.instance_type if base else "ml.g6e.2xlarge")
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     role_arn = role_arn or os.environ.get("SAGEMAKER_ROLE_ARN")
     run_id = run_id or new_run_id()
     if trained_k is None:
-        trained_k = base.get("trained_k")
+        trained_k = base.trained_k if base else None
         if trained_k is None and head and _is_local(head):
             trained_k = head_trained_k(resolve_local(head))
 
@@ -357,54 +301,59 @@ def build_plan(preset: str | None = None, *, target: str | None = None, head: st
         head_s3_uri = head
 
     env: dict[str, str] = {}
-    if model_data_s3_uri or _is_local(target):
-        env[container.PREFIX + "MODEL"] = container.MODEL_DIR
-    elif model_env == "HF_MODEL_ID":
-        env["HF_MODEL_ID"] = target
-    elif model_env == "SM_VLLM_MODEL":
-        env[container.PREFIX + "MODEL"] = target
-    else:
-        raise PlanError([f"model_env must be 'SM_VLLM_MODEL' or 'HF_MODEL_ID', got {model_env!r}"])
+    # Always SM_VLLM_MODEL: the oldest entrypoint has no /opt/ml/model or HF_MODEL_ID fallback.
+    env[container.PREFIX + "MODEL"] = container.MODEL_DIR if (model_data_s3_uri or _is_local(target)) else target
     served = Path(target.rstrip("/")).name if (_is_local(target) or target.startswith("s3://")) else target
     env[container.PREFIX + "SERVED_MODEL_NAME"] = served
     if head and method != "none":
+        if method not in METHODS:
+            raise PlanError([f"method {method!r} is not one of {METHODS}"])
         head_ref = container.channel_path(HEAD_CHANNEL) if (head_s3_uri or _is_local(head)) else head
-        env[container.PREFIX + "SPECULATIVE_CONFIG"] = json.dumps(speculative_config(method, head_ref, k),
-                                                                  separators=(",", ":"))
+        spec = serving_config.speculative_config(head_ref, k, parallel_drafting=(method == "peagle")) \
+            if k >= 1 else {"method": "eagle3", "model": head_ref, "num_speculative_tokens": k}
+        env[container.PREFIX + "SPECULATIVE_CONFIG"] = serving_config.speculative_config_json(spec)
     info = None
     try:
         info = instances.instance_info(instance_type, region or "us-east-1")
     except KeyError:
         pass
     if info is not None and info.gpus > 1:
-        env.setdefault(container.PREFIX + "TENSOR_PARALLEL_SIZE", str(info.gpus))
-    for flag, value in {**base.get("engine_args", {}), **(engine_args or {})}.items():
-        key = container.flag_to_env(flag)
-        if value is False or value is None:
-            env.pop(key, None)
-        else:
-            env[key] = "true" if value is True else str(value)
+        env[container.PREFIX + "TENSOR_PARALLEL_SIZE"] = str(info.gpus)
+    env.update(_engine_env(base.engine_flags if base else (), engine_args))
     env.update(extra_env or {})
+    env = dict(sorted(env.items()))  # the current entrypoint sorts; the older ones keep this order
 
-    if image_uri:
-        how = "explicit image_uri"
-    else:
-        image_uri, how = resolve_image_uri(region, vllm_version, instance_type)
-    ami = inference_ami_version or DEFAULT_AMI
+    choice = images.choose_image(region, instance_type, vllm_version=vllm_version, image_uri=image_uri,
+                                 inference_ami_version=inference_ami_version)
     tags = {SUITE_TAG[0]: SUITE_TAG[1], RUN_TAG_KEY: run_id, "peagle-nb:plan": name or preset or "custom"}
+    min_gib = min_gpu_memory_gib if min_gpu_memory_gib is not None else ((base.gpu_memory_gib or 1) if base else 0.0)
     return DeploymentPlan(
         name=name or preset or "custom", method=method, target=target, head=head if method != "none" else None,
-        k=k, trained_k=trained_k, instance_type=instance_type, image_uri=image_uri, image_source=how, env=env,
-        region=region, role_arn=role_arn, instance_count=instance_count, vllm_version=vllm_version,
-        inference_ami_version=ami, startup_health_timeout_s=int(startup_health_timeout_s),
+        k=k, trained_k=trained_k, instance_type=instance_type, image_uri=choice.uri, image_source=choice.source,
+        env=env, region=region, role_arn=role_arn, instance_count=instance_count, vllm_version=choice.vllm_version,
+        inference_ami_version=choice.inference_ami_version, startup_health_timeout_s=int(startup_health_timeout_s),
         model_data_s3_uri=model_data_s3_uri, head_s3_uri=head_s3_uri, s3_bucket=s3_bucket,
-        min_gpu_memory_gib=float(min_gpu_memory_gib if min_gpu_memory_gib is not None
-                                 else base.get("min_gpu_memory_gib", 0.0)),
-        run_id=run_id, tags=tags, notes=base.get("notes", ""))
+        min_gpu_memory_gib=float(min_gib), run_id=run_id, tags=tags, notes=base.notes if base else "")
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def aws_location_problems(region: str | None, role_arn: str | None) -> list[str]:
+    """Region and execution-role problems with their fix (shared with the CLI's argument checks)."""
+    problems = []
+    if not role_arn:
+        problems.append("no execution role: pass role_arn='arn:aws:iam::<account>:role/<SageMaker role>' or set "
+                        "SAGEMAKER_ROLE_ARN (in SageMaker Studio: sagemaker.core.helper.session_helper."
+                        "get_execution_role())")
+    elif not ROLE_RE.match(role_arn):
+        problems.append(f"role_arn {role_arn!r} is not an IAM role ARN (arn:aws:iam::<12 digits>:role/<name>)")
+    if not region:
+        problems.append("no AWS region: pass region='us-east-1' (or your region) or set AWS_REGION")
+    elif not REGION_RE.match(region):
+        problems.append(f"region {region!r} does not look like an AWS region (e.g. us-west-2)")
+    return problems
 
 
 def validate_plan(plan: DeploymentPlan, *, for_aws: bool = True) -> DeploymentPlan:
@@ -448,33 +397,19 @@ def validate_plan(plan: DeploymentPlan, *, for_aws: bool = True) -> DeploymentPl
             problems.append(f"{plan.instance_type} has {info.gpu_memory_gib:g} GiB of GPU memory "
                             f"({info.gpus} x {info.gpu}) but {plan.target} with its head needs about "
                             f"{plan.min_gpu_memory_gib:g} GiB (weights + drafter + KV cache){hint}")
-        tp = int(plan.env.get(container.PREFIX + "TENSOR_PARALLEL_SIZE", "1"))
+        tp = int(plan.env.get(container.PREFIX + "TENSOR_PARALLEL_SIZE") or "1")
         if tp > info.gpus:
             problems.append(f"SM_VLLM_TENSOR_PARALLEL_SIZE={tp} but {plan.instance_type} has {info.gpus} GPU(s)")
-    try:
-        plan.container_args()
-    except ValueError as exc:
-        problems.append(str(exc))
+    problems += container.portability_problems(plan.env)
     spec = plan.speculative_config
     if spec is not None and spec.get("method") != "eagle3":
         problems.append('SM_VLLM_SPECULATIVE_CONFIG must say "method":"eagle3" (P-EAGLE is EAGLE-3 + '
                         '"parallel_drafting": true in vLLM)')
     if for_aws:
-        if not plan.role_arn:
-            problems.append("no execution role: pass role_arn='arn:aws:iam::<account>:role/<SageMaker role>' or set "
-                            "SAGEMAKER_ROLE_ARN (in SageMaker Studio: sagemaker.core.helper.session_helper."
-                            "get_execution_role())")
-        elif not ROLE_RE.match(plan.role_arn):
-            problems.append(f"role_arn {plan.role_arn!r} is not an IAM role ARN (arn:aws:iam::<12 digits>:role/...)")
-        if not plan.region:
-            problems.append("no AWS region: pass region='us-east-1' (or your region) or set AWS_REGION")
-        elif not REGION_RE.match(plan.region):
-            problems.append(f"region {plan.region!r} does not look like an AWS region (e.g. us-west-2)")
+        problems += aws_location_problems(plan.region, plan.role_arn)
         if not plan.image_uri:
             problems.append(f"no container image: {plan.image_source}")
-        elif "cu13" in plan.image_uri and plan.inference_ami_version != CUDA13_AMI:
-            problems.append(f"the image is built for CUDA 13 ({plan.image_uri.rsplit(':', 1)[-1]}); its instances "
-                            f"need inference_ami_version={CUDA13_AMI!r}, not {plan.inference_ami_version!r}")
+        problems += images.image_problems(plan.image_uri, plan.instance_type, plan.inference_ami_version)
         if plan.target_is_local and not plan.model_data_s3_uri:
             problems.append(f"target {plan.target!r} is a local folder: pass s3_bucket=... so it is uploaded "
                             "and attached as model data")

@@ -1,5 +1,7 @@
 """The speculative config vLLM takes, built field by field, and the engine arguments of a preset.
-Explained in notebook 05.
+Explained in notebook 05; notebook 06 deploys the same config (``peagle_nb.sagemaker.plan`` calls
+:func:`speculative_config` and :func:`speculative_config_json` too, so a preset reaches vLLM identically
+through ``peagle-nb serve`` and through the SageMaker AI container).
 
     {"method": "eagle3",            # always: P-EAGLE is served by vLLM's EAGLE-3 drafter code path
      "model": "<head folder or repo>",
@@ -28,6 +30,12 @@ def speculative_config(head: str | Path, k: int, parallel_drafting: bool, **extr
     return cfg
 
 
+def speculative_config_json(spec: dict[str, Any]) -> str:
+    """One line, no spaces: the value of ``--speculative-config`` and of ``SM_VLLM_SPECULATIVE_CONFIG`` (the
+    container passes an environment value as one argument, so the JSON must not contain a newline)."""
+    return json.dumps(spec, separators=(",", ":"))
+
+
 def check_local_head(head: str | Path, target: str | Path, k: int, method: str) -> dict | None:
     """Run ``checkpoint.check_head_against_target`` when both are local folders (hub ids are checked by
     vLLM itself), and make sure the method matches the head: a P-EAGLE config on an EAGLE-3 head would
@@ -43,11 +51,14 @@ def check_local_head(head: str | Path, target: str | Path, k: int, method: str) 
     return info
 
 
-def preset_speculative_config(preset: str | Preset, k: int | None = None) -> dict[str, Any] | None:
+def preset_speculative_config(preset: str | Preset, k: int | None = None,
+                              head: str | None = None) -> dict[str, Any] | None:
+    """The preset's speculative config; ``head`` replaces where the head is read from (the SageMaker
+    container mounts it at ``/opt/ml/additional-model-data-sources/<channel>``)."""
     p = get_preset(preset) if isinstance(preset, str) else preset
     if p.method == "none":
         return None
-    return speculative_config(p.head_path(), k or p.k, parallel_drafting=(p.method == "peagle"))
+    return speculative_config(head or p.head_path(), k or p.k, parallel_drafting=(p.method == "peagle"))
 
 
 def server_args(preset: str | Preset, k: int | None = None, check: bool = True,
@@ -59,7 +70,7 @@ def server_args(preset: str | Preset, k: int | None = None, check: bool = True,
         check_local_head(p.head_path(), p.target_path(), spec["num_speculative_tokens"], p.method)
     args = ["--model", p.target_path(), *p.engine_flags]
     if spec is not None:
-        args += ["--speculative-config", json.dumps(spec)]
+        args += ["--speculative-config", speculative_config_json(spec)]
     return args + list(extra or [])
 
 

@@ -69,7 +69,11 @@ def test_backend_protocol_plain_and_async():
 
     assert asyncio.run(collect()) == PIECES
     body = json.loads(rt.requests[-1]["Body"])
-    assert body == {"prompt": "hi", "max_tokens": 8, "temperature": 0.0, "model": "tiny-target", "stream": True,
-                    "stream_options": {"include_usage": True}}
+    assert body == {"prompt": "hi", "max_tokens": 8, "temperature": 0.0, "model": "tiny-target", "ignore_eos": True,
+                    "stream": True, "stream_options": {"include_usage": True}}
+    assert json.loads(rt.requests[0]["Body"])["ignore_eos"] is True  # plain invocations too: same output length
     assert rt.requests[-1]["EndpointName"] == "peagle-ep"
     assert backend.spec_metrics() is None  # a SageMaker endpoint exposes no /metrics
+    quiet = SageMakerBackend("peagle-ep", rt, ignore_eos=False)
+    quiet.invoke("hi", 8)
+    assert "ignore_eos" not in json.loads(rt.requests[-1]["Body"])

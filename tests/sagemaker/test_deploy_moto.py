@@ -1,8 +1,9 @@
 """The SageMaker control plane against moto: create -> wait -> invoke -> delete, and the failure paths.
 
 In every failure case (endpoint goes Failed, a create call raises midway, the API accepts a create but
-the SDK fails afterwards, the user presses Ctrl-C while waiting) no model, endpoint config or endpoint
-may be left behind. See conftest.py for the two documented moto patches.
+the SDK fails afterwards, the user presses Ctrl-C while waiting) no model, endpoint config, endpoint or
+uploaded object may be left behind. moto refuses to delete a busy endpoint as AWS does (conftest.py), and
+the deletion decides from DescribeEndpoint's status, never from an error's text.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import json
 
 import pytest
 
-from tests.sagemaker.conftest import BUCKET, NOTHING, REGION, ROLE, leftovers
+from tests.sagemaker.conftest import BUCKET, NOTHING, REFUSAL_MESSAGE, REGION, ROLE, aws_instance_types, leftovers
 
 pytest.importorskip("sagemaker.core.resources")
 
-from peagle_nb.sagemaker.deploy import Deployment, DeploymentFailed, cleanup_tagged, find_tagged  # noqa: E402
+from peagle_nb.sagemaker.deploy import (Deployment, DeploymentFailed, benchmark_runtime_client,  # noqa: E402
+                                        cleanup_tagged, find_tagged)
 from peagle_nb.sagemaker.plan import PlanError, build_plan  # noqa: E402
 
 
@@ -23,7 +25,11 @@ def _plan(**kw):
     return build_plan("gpt-oss-20b-peagle", region=REGION, role_arn=ROLE, **kw)
 
 
-def test_create_wait_invoke_delete(aws, endpoint_script):
+def _quiet(**kw):
+    return dict(progress=lambda s: None, poll_s=0, **kw)
+
+
+def test_create_wait_invoke_delete(aws, endpoint_script, refusals):
     endpoint_script(["Creating", "Creating", "Creating", "InService"])  # the first is read by Endpoint.create
     log: list[str] = []
     plan = _plan()
@@ -40,12 +46,15 @@ def test_create_wait_invoke_delete(aws, endpoint_script):
     assert spec == {"method": "eagle3", "model": "amazon/GPT-OSS-20B-P-EAGLE", "num_speculative_tokens": 7,
                     "parallel_drafting": True}
     assert "\n" not in env["SM_VLLM_SPECULATIVE_CONFIG"]  # one line: the container passes it as one value
-    assert model["PrimaryContainer"]["Image"] == plan.image_uri and plan.image_uri.startswith("763104351884.dkr.ecr")
+    assert env["SM_VLLM_ASYNC_SCHEDULING"] == "" and "true" not in env.values()  # the portable boolean
+    assert model["PrimaryContainer"]["Image"] == plan.image_uri and "-cu130-" in plan.image_uri
     variant = sm.describe_endpoint_config(EndpointConfigName=name)["ProductionVariants"][0]
     assert variant["InstanceType"] == "ml.g6e.2xlarge"
     assert variant["InferenceAmiVersion"] == "al2023-ami-sagemaker-inference-gpu-4-1"
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == plan.startup_health_timeout_s
-    for arn in (model["ModelArn"], sm.describe_endpoint(EndpointName=name)["EndpointArn"]):
+    arns = (model["ModelArn"], sm.describe_endpoint_config(EndpointConfigName=name)["EndpointConfigArn"],
+            sm.describe_endpoint(EndpointName=name)["EndpointArn"])
+    for arn in arns:
         tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arn)["Tags"]}
         assert tags["peagle-nb:run"] == plan.run_id and tags["peagle-nb:suite"] == "peagle-notebooks"
 
@@ -60,8 +69,23 @@ def test_create_wait_invoke_delete(aws, endpoint_script):
 
     deleted = dep.delete()
     assert {k for k, _ in deleted} == {"model", "endpoint_config", "endpoint"}
-    assert leftovers(aws) == NOTHING
+    assert leftovers(aws) == NOTHING and refusals == []
     assert dep.delete() == deleted  # idempotent
+
+
+def test_deletion_goes_through_boto3_not_private_sdk_calls(aws, monkeypatch):
+    """Older sagemaker-core releases lack the resources' private ``_set_client_context``: deletion must not
+    need it (nor any other resource-object call)."""
+    from sagemaker.core import resources
+
+    dep = Deployment(_plan(), session=aws, **_quiet()).create()
+    for cls in (resources.Endpoint, resources.EndpointConfig, resources.Model):
+        for owner in cls.__mro__:  # the private helper lives on a shared base class
+            if "_set_client_context" in vars(owner):
+                monkeypatch.delattr(owner, "_set_client_context")
+        monkeypatch.setattr(cls, "delete", lambda self, *a, **k: pytest.fail("deleted through the SDK object"))
+    dep.delete()
+    assert leftovers(aws) == NOTHING
 
 
 def test_local_weights_are_uploaded_attached_and_removed(aws, tmp_path):
@@ -73,7 +97,7 @@ def test_local_weights_are_uploaded_attached_and_removed(aws, tmp_path):
     plan = build_plan("tiny-peagle", target=str(target), head=str(head), k=4, region=REGION, role_arn=ROLE,
                       s3_bucket=BUCKET)
     assert plan.trained_k == 4  # read from the head's config.json
-    dep = Deployment(plan, session=aws, progress=lambda s: None, poll_s=0).create()
+    dep = Deployment(plan, session=aws, **_quiet()).create()
     s3 = aws.client("s3")
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
     assert keys == [f"peagle-nb/{plan.run_id}/{d}/{f}" for d in ("draft", "model")
@@ -99,11 +123,48 @@ def test_endpoint_failed_deletes_everything(aws, endpoint_script):
     assert any("deleting endpoint " in line for line in log)
 
 
-def test_wait_timeout_deletes_everything(aws, endpoint_script):
-    endpoint_script(["Creating"])
+def test_timeout_while_creating_waits_for_the_endpoint_before_deleting(aws, endpoint_script, refusals):
+    """Our wait gives up while the endpoint is still Creating; AWS would refuse its deletion then, so the
+    cleanup waits (reading the status) until SageMaker fails it, and deletes it afterwards."""
+    endpoint_script(["Creating", "Creating", "Creating", "Creating", "Failed"], reason="health check")
+    log: list[str] = []
     with pytest.raises(DeploymentFailed, match="still Creating"):
-        Deployment(_plan(), session=aws, progress=lambda s: None, poll_s=0).create(timeout_s=0)
+        Deployment(_plan(), session=aws, progress=log.append, poll_s=0).create(timeout_s=0)
     assert leftovers(aws) == NOTHING
+    assert refusals == []  # no DeleteEndpoint was sent while the status said Creating
+    assert sum("AWS deletes it only after that" in line for line in log) == 2
+
+
+def test_refused_deletion_is_retried_because_the_status_says_busy(aws, endpoint_script, refusals):
+    """DescribeEndpoint said InService, an update started before our DeleteEndpoint, AWS refused: the
+    status (Updating) says wait and retry, whatever the refusal's text."""
+    endpoint_script(["Creating", "InService", "InService", "Updating", "InService"], flip_on_delete="Updating")
+    dep = Deployment(_plan(), session=aws, **_quiet()).create()
+    dep.delete()
+    assert len(refusals) == 1 and leftovers(aws) == NOTHING
+
+
+def test_same_refusal_on_an_idle_endpoint_is_reported_not_retried(aws, monkeypatch):
+    """The same ValidationException text while the status says InService: nothing to wait for, so the
+    deletion is reported as failed with the cleanup command, and the rest is still deleted."""
+    from moto.sagemaker import models as sm_models
+    from moto.sagemaker.exceptions import ValidationError
+
+    log: list[str] = []
+    dep = Deployment(_plan(), session=aws, progress=log.append, poll_s=0).create()
+    calls = []
+
+    def refuse(self, endpoint_name):
+        calls.append(endpoint_name)
+        raise ValidationError(message=REFUSAL_MESSAGE)
+
+    monkeypatch.setattr(sm_models.SageMakerModelBackend, "delete_endpoint", refuse)
+    dep.delete()
+    assert len(calls) == 1
+    assert any("COULD NOT DELETE: endpoint" in line and "sagemaker cleanup --tag peagle-nb:run=" in line
+               for line in log)
+    assert leftovers(aws)["endpoints"] == [dep.plan.resource_name]
+    assert leftovers(aws)["models"] == []  # the model and config went regardless
 
 
 def test_create_raising_midway_deletes_what_exists(aws, monkeypatch):
@@ -115,7 +176,7 @@ def test_create_raising_midway_deletes_what_exists(aws, monkeypatch):
 
     monkeypatch.setattr(SageMakerModelBackend, "create_endpoint", refuse)
     with pytest.raises(Exception, match="ResourceLimitExceeded"):
-        Deployment(_plan(), session=aws, progress=lambda s: None, poll_s=0).create()
+        Deployment(_plan(), session=aws, **_quiet()).create()
     assert leftovers(aws) == NOTHING  # the model and endpoint config created before were deleted
 
 
@@ -128,15 +189,15 @@ def test_accepted_create_that_fails_client_side_is_still_deleted(aws, monkeypatc
 
     monkeypatch.setattr(resources.Endpoint, "get", classmethod(lambda cls, *a, **k: broken_get()))
     with pytest.raises(ConnectionError):
-        Deployment(_plan(), session=aws, progress=lambda s: None, poll_s=0).create()
+        Deployment(_plan(), session=aws, **_quiet()).create()
     assert leftovers(aws) == NOTHING
 
 
 def test_keyboard_interrupt_while_waiting_deletes_everything(aws, endpoint_script):
-    endpoint_script(["Creating"])
+    endpoint_script(["Creating", "Creating", "InService"])
 
     def impatient(line: str):
-        if "Creating" in line:
+        if line.endswith(": Creating"):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -152,52 +213,77 @@ def test_invalid_plan_makes_no_aws_call(aws):
     assert leftovers(aws) == NOTHING
 
 
-def test_cleanup_finds_only_tagged_leftovers(aws):
-    plan = _plan()
-    dep = Deployment(plan, session=aws, progress=lambda s: None, poll_s=0).create()
-    dep.created.clear()  # simulate a crashed kernel: the deployment object forgot its resources
-    sm = aws.client("sagemaker")
-    sm.create_model(ModelName="peagle-someone-elses-model", ExecutionRoleArn=ROLE,
-                    PrimaryContainer={"Image": plan.image_uri})  # untagged: must survive
-    tag = ("peagle-nb:run", plan.run_id)
-    assert find_tagged(aws, tag) == {"endpoint": [plan.resource_name], "endpoint_config": [plan.resource_name],
-                                     "model": [plan.resource_name]}
-    assert cleanup_tagged(aws, tag, dry_run=True, progress=lambda s: None)["endpoint"] == [plan.resource_name]
-    assert leftovers(aws)["endpoints"] == [plan.resource_name]  # dry run deleted nothing
-    cleanup_tagged(aws, tag, progress=lambda s: None)
-    assert leftovers(aws) == {"models": ["peagle-someone-elses-model"], "endpoint_configs": [], "endpoints": []}
+def test_an_sdk_outside_the_tested_range_is_refused_before_any_call(aws, monkeypatch):
+    from importlib import metadata
 
+    from peagle_nb.sagemaker._deps import MissingDependency
 
-def test_jumpstart_route_builds_offline_and_needs_role(aws):
-    from peagle_nb.sagemaker.jumpstart import JumpStartDeployment
-
-    with pytest.raises(PlanError, match="no execution role"):
-        JumpStartDeployment("openai-reasoning-gpt-oss-20b", region=REGION, role_arn=None, session=aws)
-    dep = JumpStartDeployment("openai-reasoning-gpt-oss-20b", region=REGION, role_arn=ROLE, session=aws,
-                              config_name="p-eagle")
-    assert dep.plan.hourly_cost_usd() == 4.2 and "JumpStart" in dep.plan.describe()
-    mb = dep.builder()  # ModelBuilder.from_jumpstart_config: constructing it makes no paid call
-    assert type(mb).__name__ == "ModelBuilder" and mb.config_name == "p-eagle"
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda d: "3.10.0" if d == "sagemaker" else real(d))
+    with pytest.raises(MissingDependency, match=r"sagemaker 3.10.0 is outside the tested range >=3.23,<4: pip"):
+        Deployment(_plan(), session=aws)
     assert leftovers(aws) == NOTHING
 
 
-def test_endpoint_that_refuses_deletion_while_creating_is_retried(aws, endpoint_script, monkeypatch):
-    from moto.sagemaker.exceptions import ValidationError
-    from moto.sagemaker.models import SageMakerModelBackend
+def test_moto_accepts_aws_instance_types_and_still_rejects_a_typo(aws):
+    """The allow-list comes from botocore's model, not from this project's table: a typo in our table
+    cannot make itself valid."""
+    assert {"ml.g6e.2xlarge", "ml.g7e.2xlarge", "ml.g5.xlarge"} <= aws_instance_types()
+    sm = aws.client("sagemaker")
+    sm.create_model(ModelName="m", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "i"})
+    with pytest.raises(Exception, match="ValidationException"):
+        sm.create_endpoint_config(EndpointConfigName="typo", ProductionVariants=[
+            {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1, "InstanceType": "ml.g6e.2xlage"}])
 
-    endpoint_script(["Creating"])
-    original, refusals = SageMakerModelBackend.delete_endpoint, []
 
-    def busy_then_ok(self, endpoint_name):
-        if len(refusals) < 2:
-            refusals.append(endpoint_name)
-            raise ValidationError(message="Cannot delete endpoint while it is Creating")
-        return original(self, endpoint_name)
+def test_cleanup_finds_only_tagged_leftovers_and_uploads(aws, tmp_path):
+    target, head = tmp_path / "t", tmp_path / "h"
+    for folder in (target, head):
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+    plan = build_plan("tiny-peagle", target=str(target), head=str(head), region=REGION, role_arn=ROLE,
+                      s3_bucket=BUCKET)
+    dep = Deployment(plan, session=aws, **_quiet()).create()
+    dep.created.clear()  # simulate a crashed kernel: the deployment object forgot its resources
+    sm, s3 = aws.client("sagemaker"), aws.client("s3")
+    sm.create_model(ModelName="peagle-someone-elses-model", ExecutionRoleArn=ROLE,
+                    PrimaryContainer={"Image": "img"})  # untagged: must survive
+    s3.put_object(Bucket=BUCKET, Key="peagle-nb/someone/else.bin", Body=b"x")  # untagged upload: must survive
+    tag = ("peagle-nb:run", plan.run_id)
+    found = find_tagged(aws, tag)
+    uploads = sorted(f"s3://{BUCKET}/peagle-nb/{plan.run_id}/{d}/config.json" for d in ("draft", "model"))
+    assert found == {"endpoint": [plan.resource_name], "endpoint_config": [plan.resource_name],
+                     "model": [plan.resource_name], "s3_object": uploads}
+    assert cleanup_tagged(aws, tag, dry_run=True, progress=lambda s: None)["endpoint"] == [plan.resource_name]
+    assert leftovers(aws)["endpoints"] == [plan.resource_name]  # dry run deleted nothing
+    cleanup_tagged(aws, tag, progress=lambda s: None, poll_s=0)
+    assert leftovers(aws) == {"models": ["peagle-someone-elses-model"], "endpoint_configs": [], "endpoints": []}
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]] == ["peagle-nb/someone/else.bin"]
 
-    monkeypatch.setattr(SageMakerModelBackend, "delete_endpoint", busy_then_ok)
-    with pytest.raises(DeploymentFailed):
-        Deployment(_plan(), session=aws, progress=lambda s: None, poll_s=0).create(timeout_s=0)
-    assert len(refusals) == 2 and leftovers(aws) == NOTHING
+
+def test_cleanup_finds_uploads_of_a_run_that_died_before_create_model(aws, tmp_path):
+    target, head = tmp_path / "t", tmp_path / "h"
+    for folder in (target, head):
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+    plan = build_plan("tiny-peagle", target=str(target), head=str(head), region=REGION, role_arn=ROLE,
+                      s3_bucket=BUCKET)
+    # The first step of create(); the kernel then dies: no model records where the uploads went.
+    Deployment(plan, session=aws, **_quiet())._upload_local_artifacts()
+    tag = ("peagle-nb:run", plan.run_id)
+    assert find_tagged(aws, tag)["s3_object"] == []  # no model points at the uploads...
+    assert len(find_tagged(aws, tag, s3_bucket=BUCKET)["s3_object"]) == 2  # ...the bucket scan finds them
+    cleanup_tagged(aws, tag, s3_bucket=BUCKET, progress=lambda s: None)
+    assert aws.client("s3").list_objects_v2(Bucket=BUCKET).get("KeyCount", 0) == 0
+
+
+def test_benchmark_client_has_a_connection_per_request_and_no_retries(aws):
+    client = benchmark_runtime_client(aws, REGION, max_concurrency=64)
+    config = client.meta.config
+    assert config.max_pool_connections == 64
+    assert config.retries["total_max_attempts"] == 1
+    assert config.read_timeout > 60  # above SageMaker's own 60 s invocation limit
+    assert benchmark_runtime_client(aws, REGION, 2).meta.config.max_pool_connections == 10  # botocore's default
 
 
 def test_delete_all_empties_the_registry(aws):
@@ -206,7 +292,7 @@ def test_delete_all_empties_the_registry(aws):
 
     plans = [_plan(), _plan(k=5)]
     for plan in plans:
-        Deployment(plan, session=aws, progress=lambda s: None, poll_s=0).create()
+        Deployment(plan, session=aws, **_quiet()).create()
     assert len(deploy.live_deployments()) == 2 and len(leftovers(aws)["endpoints"]) == 2
     assert deploy.delete_all() == 2
     assert deploy.live_deployments() == [] and leftovers(aws) == NOTHING

@@ -1,11 +1,13 @@
 """The same plan served on this machine as the AWS vLLM container would serve it: real vLLM, /ping,
-/invocations (plain and streaming through SageMakerBackend), P-EAGLE drafting visible in /metrics, and no
-process left afterwards. One server start (~45-70 s on 2 cores)."""
+/invocations (plain and streaming through SageMakerBackend), P-EAGLE drafting visible in /metrics and in
+the server's log lines (what an endpoint's CloudWatch log group shows), and no process left afterwards.
+One server start (~45-70 s on 2 cores)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -19,10 +21,12 @@ def test_local_args_are_the_container_args_with_local_folders(tmp_path):
     target.mkdir(), head.mkdir()
     plan = build_plan("tiny-peagle", target=str(target), head=str(head))
     args = local_server_args(plan)
-    assert args[:2] == ["--model", str(target)] and "--port" not in args
+    assert args[args.index("--model") + 1] == str(target) and "--port" not in args
     spec = json.loads(args[args.index("--speculative-config") + 1])
     assert spec == {"method": "eagle3", "model": str(head), "num_speculative_tokens": 4, "parallel_drafting": True}
-    assert plan.container_args()[2:4] == ["--model", "/opt/ml/model"]  # what AWS would run
+    aws = plan.container_args()  # what AWS would run: the same arguments with the container's paths
+    assert aws[:2] == ["--port", "8080"] and aws[aws.index("--model") + 1] == "/opt/ml/model"
+    assert [a for a in aws[2:] if a.startswith("--")] == [a for a in args if a.startswith("--")]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         local_server_args(build_plan("tiny-peagle", target=str(tmp_path / "missing"), head=str(head)))
 
@@ -63,6 +67,15 @@ def test_local_container_emulation_end_to_end():
         assert metrics["num_accepted_tokens"] > 0  # the trained P-EAGLE head's drafts are accepted
         pids = server.process_tree()
         assert pids
+        # The log lines a SageMaker endpoint sends to CloudWatch tell the same story as /metrics.
+        deadline = time.monotonic() + 30  # vLLM logs its statistics every 10 s
+        while time.monotonic() < deadline:
+            from_log = ep.speculation()
+            if from_log["num_drafts"] == metrics["num_drafts"]:
+                break
+            time.sleep(2)
+        assert from_log["num_drafts"] == metrics["num_drafts"] > 0
+        assert from_log["num_accepted_tokens"] == metrics["num_accepted_tokens"]
     assert ep.server is None and not server.is_running()
     import psutil
 

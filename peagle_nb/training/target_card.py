@@ -60,6 +60,21 @@ def _selection_section(s: dict) -> str:
             + " | ".join(f"{d} validation" for d in doms) + " | mean | |\n" + "|---" * (len(doms) + 6) + f"|\n{rows}\n")
 
 
+def _continuations_section(s: dict) -> str:
+    cont = s.get("continuations")
+    if not cont:
+        return ""
+    rows = "\n".join(f"| {name} | {r['prompts']} | {r['max_new_tokens']} | {100 * r['greedy']['repetition_fraction']:.1f}% | "
+                     f"{100 * r['sampled']['repetition_fraction']:.1f}% |" for name, r in cont.items())
+    ex = next(iter(cont.values()))["example"]
+    return ("\n## Does it loop?\n\nShare of the target's own continuations of the held-out prompts inside a repeated "
+            "8-gram (a copy of earlier prompt or generated text; `peagle_nb.repetition`), greedy and sampled at "
+            "temperature 1. Loops inflate greedy acceptance, which is why the draft heads train and are judged "
+            "on sampled text too.\n\n| prompt set | prompts | new tokens | greedy | sampled (T=1) |\n"
+            f"|---|---|---|---|---|\n{rows}\n\nFirst prompt, greedy:\n\n```text\n{ex['prompt']}\n```\n\n"
+            f"```text\n{ex['greedy']}\n```\n")
+
+
 def model_card(s: dict) -> str:
     """The model card, written from the training summary."""
     c = s["config"]
@@ -130,7 +145,7 @@ compare across tokenizers; perplexity per token does not.
 | step | tokens seen | {' | '.join(curve_doms)} |
 |---|---|{'---|' * len(curve_doms)}
 {hist}
-{_selection_section(s)}
+{_selection_section(s)}{_continuations_section(s)}
 ## Greedy samples (prompts from held-out documents)
 
 {samples}

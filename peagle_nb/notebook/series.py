@@ -56,6 +56,11 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("07", "compare_peagle_vs_eagle3",
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",
                  (), 180),
+    NotebookSpec("08", "japanese_and_domain_shift",
+                 "Does P-EAGLE draft well in Japanese? Tokens per character per language, acceptance per domain "
+                 "(greedy and sampled at T=1 over seeds, with repetition fractions and fresh/repeated steps), "
+                 "a head trained without Japanese vs one trained with it; GPT-OSS-20B's P-EAGLE head on a GPU.",
+                 (), 420),
 )
 
 

@@ -114,7 +114,8 @@ _MEMO: dict = {}  # the last data built in this process (train eagle3 then peagl
 def get_data(cfg: DrafterTrainConfig, target, tokenizer, log=print) -> tuple[DrafterData, dict]:
     """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
     this configuration, else build (and save to ``cfg.data_cache``)."""
-    key = {"format": "tokens-v3", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len, "draft_vocab_size": cfg.draft_vocab_size,
+    key = {"format": "tokens-v3", "n_sequences": cfg.n_sequences, "seq_len": cfg.seq_len,
+           "draft_vocab_size": cfg.draft_vocab_size,
            "prompt_lengths": list(cfg.prompt_lengths), "greedy_fraction": cfg.greedy_fraction,
            "sample_temperature": cfg.sample_temperature, "domains": list(DOMAINS), "seed": cfg.seed,
            "vocab_size": target.config.vocab_size, "hidden_size": target.config.hidden_size,

@@ -114,8 +114,8 @@ def pack(folder: Path, out_file: Path, arcname: str | None = None) -> dict:
         tar.add(folder, arcname=arcname or folder.name)
     size = out_file.stat().st_size
     if size > MAX_OUT_FILE:
-        raise SystemExit(f"{out_file.name} is {size / 2**20:.1f} MiB, over the {MAX_OUT_FILE / 2**20:.0f} MiB a returned "
-                         f"file may have. Fix: a smaller vocabulary or model (see the model card's sizes)")
+        raise SystemExit(f"{out_file.name} is {size / 2**20:.1f} MiB, over the {MAX_OUT_FILE / 2**20:.0f} MiB a "
+                         f"returned file may have. Fix: a smaller vocabulary or model (see the model card's sizes)")
     return {"file": out_file.name, "bytes": size, "sha256": hashlib.sha256(out_file.read_bytes()).hexdigest()}
 
 
@@ -150,7 +150,8 @@ def target_command(args: argparse.Namespace) -> int:
     for steps in runs:
         name = f"steps{steps}"
         cmd = ["peagle_nb.cli", "train", "target", "--out", str(work / "targets" / name), "--steps", str(steps),
-               "--eval-every", str(args.eval_every or (10 if args.smoke else 100)), *_device_flags(args.smoke, args.device)]
+               "--eval-every", str(args.eval_every or (10 if args.smoke else 100)),
+               *_device_flags(args.smoke, args.device)]
         cmd += ["--smoke"] if args.smoke else ["--time-budget-s", str(args.time_budget_s)]
         logs.append(work / "targets" / f"{name}.log")
         procs[name] = spawn(cmd, logs[-1], env)
@@ -182,8 +183,8 @@ def choose_target(folder: Path, runs: list[int], args: argparse.Namespace) -> di
             continue
         log = json.loads(path.read_text(encoding="utf-8"))
         val = log["validation_loss"]
-        rows.append({"name": f"steps{steps}", "steps": steps, "steps_run": log["steps_run"], "best_step": log["best_step"],
-                     "train_seconds": log["train_seconds"], "validation_loss": val,
+        rows.append({"name": f"steps{steps}", "steps": steps, "steps_run": log["steps_run"],
+                     "best_step": log["best_step"], "train_seconds": log["train_seconds"], "validation_loss": val,
                      "mean_validation_loss": sum(val.values()) / len(val)})
     if not rows:
         raise SystemExit("no target run finished: see family_target.log for each run's output")
@@ -196,10 +197,10 @@ def choose_target(folder: Path, runs: list[int], args: argparse.Namespace) -> di
                 f"{' / '.join(map(str, runs))}{budget}); each keeps its own best-validation checkpoint, and the run "
                 f"with the lowest mean validation loss was kept. Held-out numbers played no part in the choice."),
         "runs": rows, "kept": best["name"]}
+    budget_flag = "" if args.smoke else f" --time-budget-s {args.time_budget_s:g}"
     log["reproduce"] = (f"{A_COMMAND}{' --smoke' if args.smoke else ''}   # this run alone: "
                         f"peagle-nb train target --device cuda --steps {best['steps']} --eval-every "
-                        f"{log['config']['eval_every']}" + ("" if args.smoke else f" --time-budget-s {args.time_budget_s:g}")
-                        + " --out data/models/tiny-target")
+                        f"{log['config']['eval_every']}{budget_flag} --out data/models/tiny-target")
     (kept / "training_log.json").write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_card(kept)
     return {"name": best["name"], "mean": best["mean_validation_loss"], "folder": kept, "selection": log["selection"]}
@@ -226,8 +227,9 @@ def add_continuations(folder: Path, args: argparse.Namespace, clock: Clock) -> N
     log["continuations"] = report
     (folder / "training_log.json").write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_card(folder)
-    log_line("continuations: " + ", ".join(f"{k} greedy {100 * v['greedy']['repetition_fraction']:.0f}% / sampled "
-                                           f"{100 * v['sampled']['repetition_fraction']:.0f}% repeated" for k, v in report.items()))
+    log_line("continuations: " + ", ".join(
+        f"{k} greedy {100 * v['greedy']['repetition_fraction']:.0f}% / sampled "
+        f"{100 * v['sampled']['repetition_fraction']:.0f}% repeated" for k, v in report.items()))
 
 
 # ----------------------------------------------------------------------------------------------- command B
@@ -270,7 +272,7 @@ def heads_command(args: argparse.Namespace) -> int:
         if budget < 10 and not args.smoke:
             raise SystemExit(f"only {budget:.0f} s left for training the heads: raise --deadline-s or lower "
                              f"--n-sequences")
-        steps = args.steps or (8 if args.smoke else 1200)
+        steps = args.steps or (8 if args.smoke else 900)
         per_head = ["--steps", str(steps)] + ([] if args.smoke else [
             "--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size), "--val-prompts",
             str(args.val_prompts)])
@@ -406,17 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (a, b, e):
         p.add_argument("--smoke", action="store_true", help="tiny sizes on a CPU (tests)")
         p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda (cpu with --smoke)")
-    a.add_argument("--runs", type=int, nargs="+", default=None, help="--steps of each target run (default 1200 2000 4000)")
-    a.add_argument("--time-budget-s", type=float, default=210.0, help="training seconds per target run")
+    a.add_argument("--runs", type=int, nargs="+", default=None,
+                   help="--steps of each target run (default 1200 2000 4000)")
+    a.add_argument("--time-budget-s", type=float, default=200.0, help="training seconds per target run")
     a.add_argument("--eval-every", type=int, default=None, help="validation every N steps (default 100)")
-    a.add_argument("--continuation-prompts", type=int, default=16, help="prompts per set for the loop check")
+    a.add_argument("--continuation-prompts", type=int, default=8, help="prompts per set for the loop check")
     a.add_argument("--deadline-s", type=float, default=345.0, help="the whole command's wall-clock limit")
     b.add_argument("--target", type=Path, default=None, help="target folder (default data/models/tiny-target)")
     b.add_argument("--n-sequences", type=int, default=32768, help="self-distillation sequences")
     b.add_argument("--draft-vocab-size", type=int, default=None,
                    help="default: the target log's proposed draft vocabulary size")
-    b.add_argument("--steps", type=int, default=None, help="step cap of every head (default 1200)")
-    b.add_argument("--time-budget-s", type=float, default=270.0, help="training seconds of every head (at most)")
+    b.add_argument("--steps", type=int, default=None,
+                   help="step cap of every head (default 900: reached by all three within the budget on an H200)")
+    b.add_argument("--time-budget-s", type=float, default=250.0, help="training seconds of every head (at most)")
     b.add_argument("--batch-size", type=int, default=128)
     b.add_argument("--val-prompts", type=int, default=16, help="validation prompts per domain")
     b.add_argument("--seed", type=int, default=0)

@@ -198,7 +198,8 @@ def choose_target(folder: Path, runs: list[int], args: argparse.Namespace) -> di
                 f"with the lowest mean validation loss was kept. Held-out numbers played no part in the choice."),
         "runs": rows, "kept": best["name"]}
     budget_flag = "" if args.smoke else f" --time-budget-s {args.time_budget_s:g}"
-    log["reproduce"] = (f"{A_COMMAND}{' --smoke' if args.smoke else ''}   # this run alone: "
+    log["reproduce"] = (f"{A_COMMAND}{' --smoke' if args.smoke else ''}   # all runs, within {args.deadline_s:.0f} s; "
+                        f"this run alone: "
                         f"peagle-nb train target --device cuda --steps {best['steps']} --eval-every "
                         f"{log['config']['eval_every']}{budget_flag} --out data/models/tiny-target")
     (kept / "training_log.json").write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -319,7 +320,8 @@ def annotate_heads(folder: Path, names: list[str], args: argparse.Namespace, ste
                            if o != name)
         note = (f"Trained by `{B_COMMAND}{' --smoke' if args.smoke else ''}` on {log['device']}: the self-distillation "
                 f"data was built once, then this head and {others} trained at the same time on it, each capped at "
-                f"{steps} steps" + ("" if args.smoke else f" and {budget:.0f} s of training") + ".")
+                f"{steps} steps" + ("" if args.smoke else f" and {budget:.0f} s of training")
+                + f"; the whole command keeps to a {args.deadline_s:.0f} s deadline.")
         log.setdefault("notes", [])
         log["notes"] = [n for n in log["notes"] if not n.startswith("Trained by `python -m peagle_nb.training.family")]
         log["notes"].append(note)
@@ -349,12 +351,13 @@ def measure_domain_shift(folder: Path, target: Path, names: list[str], args: arg
         logs.append(folder / f"evaluate-{name}.log")
         procs[name] = spawn(["peagle_nb.training.family", "evaluate", "--target", str(target), "--head",
                              str(folder / name), "--name", name.removeprefix("tiny-"),
-                             "--out", str(folder / f"evaluate-{name}.json"), "--deadline-s", f"{deadline:.0f}",
+                             "--out", str(folder / f"evaluate-{name}.json"),
+                             "--deadline-s", f"{max(0.0, deadline - 20):.0f}",  # room for the configuration under way
                              *_device_flags(args.smoke, args.device)]
                             + (["--smoke"] if args.smoke else ["--prompts", str(args.shift_prompts),
                                                                "--max-new-tokens", str(args.shift_max_new_tokens)]),
                             logs[-1], env)
-    wait_all(procs, deadline + 30)
+    wait_all(procs, deadline)
     records, heads = [], {}
     for name in names:
         path = folder / f"evaluate-{name}.json"
@@ -413,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--time-budget-s", type=float, default=200.0, help="training seconds per target run")
     a.add_argument("--eval-every", type=int, default=None, help="validation every N steps (default 100)")
     a.add_argument("--continuation-prompts", type=int, default=8, help="prompts per set for the loop check")
-    a.add_argument("--deadline-s", type=float, default=345.0, help="the whole command's wall-clock limit")
+    a.add_argument("--deadline-s", type=float, default=None,
+                   help="the whole command's wall-clock limit (default 345 s; 1800 s with --smoke)")
     b.add_argument("--target", type=Path, default=None, help="target folder (default data/models/tiny-target)")
     b.add_argument("--n-sequences", type=int, default=32768, help="self-distillation sequences")
     b.add_argument("--draft-vocab-size", type=int, default=None,
@@ -428,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--shift-max-new-tokens", type=int, default=96)
     b.add_argument("--eval-reserve-s", type=float, default=170.0,
                    help="seconds kept after training for the heads' own and the per-domain measurements")
-    b.add_argument("--deadline-s", type=float, default=525.0, help="the whole command's wall-clock limit")
+    b.add_argument("--deadline-s", type=float, default=None,
+                   help="the whole command's wall-clock limit (default 525 s; 1800 s with --smoke)")
     e.add_argument("--target", type=Path, required=True)
     e.add_argument("--head", type=Path, required=True)
     e.add_argument("--name", required=True, help="the head's name in the results (e.g. peagle-no-ja)")
@@ -443,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("target", "heads") and args.deadline_s is None:
+        args.deadline_s = 1800.0 if args.smoke else {"target": 345.0, "heads": 525.0}[args.command]
     if args.command == "target":
         return target_command(args)
     if args.command == "heads":

@@ -205,3 +205,43 @@ def check_recomputes(doc: Mapping) -> None:
                 raise ValueError(f"runs[{i}].{key} = {run[key]!r} but its raw data give {value!r}")
     if json.dumps(summarize(doc["runs"]), sort_keys=True) != json.dumps(doc["summary"], sort_keys=True):
         raise ValueError("summary differs from the one recomputed from the runs")
+
+
+def summary_table(summary: Mapping) -> list[dict]:
+    """One row per head and prompt set of a :func:`summarize` result (``by_head``): greedy tau, repetition and
+    fresh/repeated tau; sampled tau mean, min and max over seeds and mean repetition (notebook 08's tables)."""
+    rows = []
+    for head, per_set in summary["by_head"].items():
+        for d, cell in per_set.items():
+            g, s = cell.get("greedy", {}), cell.get("sampled", {})
+            tau, rep = s.get("tau", {}), s.get("repetition_fraction", {})
+            rows.append({"head": head, "set": d, "greedy tau": g.get("tau"),
+                         "greedy repetition": g.get("repetition_fraction"), "greedy fresh tau": g.get("fresh_tau"),
+                         "greedy repeated tau": g.get("repeated_tau"), "sampled tau (mean)": tau.get("mean"),
+                         "sampled tau min": tau.get("min"), "sampled tau max": tau.get("max"),
+                         "sampled repetition (mean)": rep.get("mean")})
+    return rows
+
+
+def flat_summary(summary: Mapping, prefix: str = "") -> dict:
+    """The numbers a notebook records, as ``{"<prefix><head>.<set>.greedy.tau": value, ...}``: greedy tau,
+    repetition fraction, fresh/repeated tau and per-position acceptance; sampled tau per seed, mean, min, median,
+    max, mean repetition fraction, mean fresh tau and mean per-position acceptance."""
+    out = {}
+    for head, per_set in summary["by_head"].items():
+        for d, cell in per_set.items():
+            key = f"{prefix}{head}.{d}"
+            g = cell.get("greedy")
+            if g:
+                for name in ("tau", "repetition_fraction", "fresh_tau", "repeated_tau", "accept_rate_per_position"):
+                    out[f"{key}.greedy.{name}"] = g[name]
+            s = cell.get("sampled")
+            if s:
+                out[f"{key}.sampled.tau_seeds"] = s["tau"]["values"]
+                for stat in ("mean", "min", "median", "max"):
+                    out[f"{key}.sampled.tau_{stat}"] = s["tau"][stat]
+                out[f"{key}.sampled.repetition_fraction_mean"] = s["repetition_fraction"]["mean"]
+                out[f"{key}.sampled.fresh_tau_mean"] = s["fresh_tau"]["mean"]
+                out[f"{key}.sampled.accept_rate_per_position_mean"] = [p["mean"] for p in
+                                                                       s["accept_rate_per_position"]]
+    return out

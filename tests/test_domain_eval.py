@@ -8,8 +8,8 @@ import copy
 import pytest
 import torch
 
-from peagle_nb.domain_eval import (check_recomputes, evaluate_heads, greedy_runs, make_domain_shift_doc, run_record,
-                                   sampled_runs, summarize)
+from peagle_nb.domain_eval import (check_recomputes, evaluate_heads, flat_summary, greedy_runs, make_domain_shift_doc,
+                                   run_record, sampled_runs, summarize, summary_table)
 from peagle_nb.engine.stats import StepStats
 
 
@@ -70,6 +70,13 @@ def test_results_file_recomputes_from_its_raw_runs_and_catches_edits():
     assert gap["prompt_set"] == "ja"
     assert gap["greedy"]["tau_lost"] == pytest.approx((1 + 9 / 4) - (1 + 1 / 4))
     assert doc["summary"]["by_head"]["peagle"]["ja"]["sampled"]["tau"]["n"] == 3
+    flat = flat_summary(doc["summary"], prefix="x.")
+    assert flat["x.peagle.ja.greedy.tau"] == pytest.approx(1 + 9 / 4)
+    assert len(flat["x.peagle-no-ja.ja.sampled.tau_seeds"]) == 3
+    assert flat["x.peagle.ja.sampled.tau_mean"] == pytest.approx(sum(flat["x.peagle.ja.sampled.tau_seeds"]) / 3)
+    rows = summary_table(doc["summary"])
+    assert [(r["head"], r["set"]) for r in rows] == [("peagle", "ja"), ("peagle-no-ja", "ja")]
+    assert rows[0]["greedy tau"] == flat["x.peagle.ja.greedy.tau"]
     tampered = copy.deepcopy(doc)
     tampered["runs"][0]["tau"] += 0.5
     with pytest.raises(ValueError, match=r"runs\[0\]\.tau"):

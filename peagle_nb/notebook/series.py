@@ -67,4 +67,10 @@ SERIES: tuple[NotebookSpec, ...] = (
     NotebookSpec("07", "compare_peagle_vs_eagle3",
                  "P-EAGLE vs EAGLE-3: step-time model, best-K advisor, interactive dashboard, what changes the answer.",
                  (), 180, "the advisor at concurrency 1, 2, 4 and 8 instead of 1 and 2 (seconds)", True),
+    NotebookSpec("08", "japanese_and_domain_shift",
+                 "Does P-EAGLE draft well in Japanese? Tokens per character per language, acceptance per domain "
+                 "(greedy and sampled at T=1 over seeds, with repetition fractions and fresh/repeated steps), "
+                 "a head trained without Japanese vs one trained with it; GPT-OSS-20B's P-EAGLE head on a GPU.",
+                 ("gpu",), 420, "16 prompts x 96 tokens per language instead of 1 x 16, and two P-EAGLE heads "
+                 "trained for 200 steps on 768 sequences instead of 16 on 24 (tens of minutes on a CPU)"),
 )

@@ -41,8 +41,9 @@ def _tokenizer_section(s: dict) -> str:
     rows = "\n".join(f"| {vd} | " + " | ".join(f"{100 * per[d]:.1f}%" for d in doms) + " |" for vd, per in cov.items())
     out += (f"\nDraft vocabulary: the share of each domain's validation tokens that the top-Vd tokens of the train "
             f"split (domains weighted equally) cover. A draft head can never propose a token outside its vocabulary, "
-            f"so this bounds its acceptance on that domain. Proposed Vd (the smallest covering {100 * t['min_coverage']:.0f}% "
-            f"of every domain, or the largest measured when none does): **{t['proposed_draft_vocab_size']}**.\n\n| Vd | " + " | ".join(doms) + " |\n"
+            f"so this bounds its acceptance on that domain. Proposed Vd (the smallest covering "
+            f"{100 * t['min_coverage']:.0f}% of every domain, or the largest measured when none does): "
+            f"**{t['proposed_draft_vocab_size']}**.\n\n| Vd | " + " | ".join(doms) + " |\n"
             + "|---" * (len(doms) + 1) + f"|\n{rows}\n")
     return out
 
@@ -58,6 +59,42 @@ def _selection_section(s: dict) -> str:
                      for r in sel["runs"])
     return (f"\n## How this run was chosen\n\n{sel['how']}\n\n| run | --steps | steps run | kept step | "
             + " | ".join(f"{d} validation" for d in doms) + " | mean | |\n" + "|---" * (len(doms) + 6) + f"|\n{rows}\n")
+
+
+def _continuations_section(s: dict) -> str:
+    cont = s.get("continuations")
+    if not cont:
+        return ""
+    rows = "\n".join(f"| {name} | {r['prompts']} | {r['max_new_tokens']} | "
+                     f"{100 * r['greedy']['repetition_fraction']:.1f}% | {100 * r['sampled']['repetition_fraction']:.1f}% |"
+                     for name, r in cont.items())
+    ex = next(iter(cont.values()))["example"]
+    return ("\n## Does it loop?\n\nShare of the target's own continuations of the held-out prompts inside a repeated "
+            "8-gram (a copy of earlier prompt or generated text; `peagle_nb.repetition`), greedy and sampled at "
+            "temperature 1. Loops inflate greedy acceptance, which is why the draft heads train and are judged "
+            "on sampled text too.\n\n| prompt set | prompts | new tokens | greedy | sampled (T=1) |\n"
+            f"|---|---|---|---|---|\n{rows}\n\nFirst prompt, greedy:\n\n```text\n{ex['prompt']}\n```\n\n"
+            f"```text\n{ex['greedy']}\n```\n")
+
+
+def _facts_table(s: dict, chose_on: str) -> str:
+    c, a = s["config"], s["config"]["arch"]
+    rows = [
+        ("architecture", f"`LlamaForCausalLM`, {s['layers']} layers, hidden {s['hidden_size']}, "
+                         f"{a['num_attention_heads']} heads, MLP {a['intermediate_size']}, tied embeddings"),
+        ("parameters", f"{s['params'] / 1e6:.2f}M (weights stored in bf16)"),
+        ("tokenizer", f"byte-level BPE, vocabulary {s['vocab_size']}, special tokens `<\\|endoftext\\|>` (eos), "
+                      f"`<\\|pad\\|>`, `<mask>` (reserved for P-EAGLE, never in training text)"),
+        ("EAGLE-3 feature layers", f"{tuple(s['aux_layer_ids'])} (vLLM default `(2, L//2, L-3)`)"),
+        ("context", f"trained on {c['seq_len']}-token windows; max positions {a['max_position_embeddings']}"),
+        ("training", f"{s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens ({s['tokens_seen'] / 1e6:.1f}M "
+                     f"tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x, "
+                     f"weight decay {c['weight_decay']:g}, bf16 autocast on GPU, {s['train_seconds']:.0f} s"),
+        ("device", s["device"]),
+        ("checkpoint kept", f"step {s['best_step']} (lowest mean {chose_on} loss; later steps overfit the small corpus)"),
+        ("versions", f"torch {s['versions']['torch']}, transformers {s['versions']['transformers']}"),
+    ]
+    return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
 def model_card(s: dict) -> str:
@@ -90,17 +127,7 @@ A small Llama-architecture causal LM, the target model of the P-EAGLE notebook s
 It is trained from scratch by `peagle_nb.training.target` on the suite's own offline corpus
 (`data/corpus/`: {corpus}) and loads with `transformers` (`peagle_nb.models.target.load_target`) and with vLLM.
 
-| | |
-|---|---|
-| architecture | `LlamaForCausalLM`, {s['layers']} layers, hidden {s['hidden_size']}, {c['arch']['num_attention_heads']} heads, MLP {c['arch']['intermediate_size']}, tied embeddings |
-| parameters | {s['params'] / 1e6:.2f}M (weights stored in bf16) |
-| tokenizer | byte-level BPE, vocabulary {s['vocab_size']}, special tokens `<\\|endoftext\\|>` (eos), `<\\|pad\\|>`, `<mask>` (reserved for P-EAGLE, never in training text) |
-| EAGLE-3 feature layers | {tuple(s['aux_layer_ids'])} (vLLM default `(2, L//2, L-3)`) |
-| context | trained on {c['seq_len']}-token windows; max positions {c['arch']['max_position_embeddings']} |
-| training | {s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens ({s['tokens_seen'] / 1e6:.1f}M tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x, weight decay {c['weight_decay']:g}, bf16 autocast on GPU, {s['train_seconds']:.0f} s |
-| device | {s['device']} |
-| checkpoint kept | step {s['best_step']} (lowest mean {chose_on} loss; later steps overfit the small corpus) |
-| versions | torch {s['versions']['torch']}, transformers {s['versions']['transformers']} |
+{_facts_table(s, chose_on)}
 
 ## Use
 
@@ -130,7 +157,7 @@ compare across tokenizers; perplexity per token does not.
 | step | tokens seen | {' | '.join(curve_doms)} |
 |---|---|{'---|' * len(curve_doms)}
 {hist}
-{_selection_section(s)}
+{_selection_section(s)}{_continuations_section(s)}
 ## Greedy samples (prompts from held-out documents)
 
 {samples}

@@ -132,3 +132,35 @@ def greedy_samples(model, tokenizer, device, docs_by_domain: Mapping[str, Sequen
             out.append({"domain": domain, "prompt": tokenizer.decode(ids),
                         "completion": tokenizer.decode(y[0, len(ids):].tolist())})
     return out
+
+
+@torch.no_grad()
+def continuation_report(model, tokenizer, prompt_sets: Mapping[str, Sequence[str]], max_new_tokens: int = 128,
+                        seed: int = 0) -> dict:
+    """Does the target loop? Per prompt set: the fraction of its own continuations (greedy, and sampled at
+    temperature 1) inside a repeated 8-gram (``peagle_nb.repetition``), pooled over the prompts, and the
+    first prompt's greedy continuation as an example."""
+    from peagle_nb.repetition import repeated_mask
+    from peagle_nb.training.drafter_data import generate
+
+    device = next(model.parameters()).device
+    out = {}
+    for name, prompts in prompt_sets.items():
+        ids = [torch.tensor(tokenizer(p, add_special_tokens=False)["input_ids"], device=device) for p in prompts]
+        rec = {"prompts": len(ids), "max_new_tokens": max_new_tokens}
+        total_len = max(len(p) for p in ids) + max_new_tokens
+        for mode, temp in (("greedy", 0.0), ("sampled", 1.0)):
+            # prompts of equal length decode together (no padding: exactly what unbatched decoding gives)
+            seqs = generate(model, ids, total_len, temperature=temp, seed=seed)
+            marked = total = 0
+            first = None
+            for p, seq in zip(ids, seqs):
+                gen = seq[len(p): len(p) + max_new_tokens].tolist()
+                mask = repeated_mask(p.tolist(), gen)
+                marked, total = marked + sum(mask), total + len(mask)
+                first = first if first is not None else gen
+            rec[mode] = {"repetition_fraction": marked / total, "tokens": total}
+            if mode == "greedy":
+                rec["example"] = {"prompt": prompts[0], "greedy": tokenizer.decode(first)}
+        out[name] = rec
+    return out

@@ -1,0 +1,461 @@
+"""The model family on one GPU in two commands: the recipe that produced the shipped tiny models.
+Explained in notebook 08.
+
+    python -m peagle_nb.training.family target --out $OUT     # A: target runs side by side, the best kept (~5 min)
+    python -m peagle_nb.training.family heads --out $OUT      # B: drafter data + three heads side by side (~8.5 min)
+    python -m peagle_nb.training.family target --smoke --out DIR --work DIR2   # the same on a CPU, in ~1 minute
+
+Command A trains several targets at once (one process each, ``--runs`` gives their ``--steps``; the learning
+rate schedule follows whichever of steps and ``--time-budget-s`` runs out first), keeps the run with the lowest
+mean VALIDATION loss, measures how much its own continuations loop, and packs the kept model folder.
+
+Command B (after the kept target is in ``data/models/tiny-target``) builds the self-distillation data once
+(continuations sampled from the target at temperature 1), then trains three heads at once on it, each with the
+same step cap and wall-clock budget: EAGLE-3 (1 layer, training-time test), P-EAGLE (4 layers, COD) and
+P-EAGLE without the Japanese sequences; each measures its own acceptance; then every head is measured per
+domain, greedy and sampled (the domain-shift results file, ``peagle_nb.domain_eval``).
+
+Both commands need only this repository, torch and transformers (no vLLM, no network), keep to a global
+deadline (``--deadline-s``: phases shrink or stop so the outputs are always written), and leave at most 8 files
+in ``--out``: each model folder packed into one ``.tar.gz``, a JSON summary and one log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+from peagle_nb import paths
+
+MAX_OUT_FILE = 16 * 2**20  # what one returned file may weigh
+TARGET_NAME, HEAD_NAMES = "tiny-target", ("tiny-eagle3", "tiny-peagle", "tiny-peagle-no-ja")
+A_COMMAND = "python -m peagle_nb.training.family target --out $OUT"
+B_COMMAND = "python -m peagle_nb.training.family heads --out $OUT"
+
+
+class Clock:
+    """Seconds since the command started, and how many remain before its deadline."""
+
+    def __init__(self, deadline_s: float):
+        self.t0, self.deadline_s = time.monotonic(), deadline_s
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def left(self) -> float:
+        return self.deadline_s - self.elapsed()
+
+
+def log_line(msg: str) -> None:
+    print(f"[family {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def child_env(work: Path) -> dict:
+    """Environment of the training processes: this checkout first on the path, and ``peagle_kernels`` importable
+    even where the ``kernels/`` folder is not installed (a plain copy of the repository)."""
+    shim = work / "pyshim"
+    shim.mkdir(parents=True, exist_ok=True)
+    link = shim / "peagle_kernels"
+    if not link.exists():
+        link.symlink_to(paths.repo_root() / "kernels", target_is_directory=True)
+    if str(shim) not in sys.path:
+        sys.path.insert(0, str(shim))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(paths.repo_root()), str(shim)] +
+                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def spawn(args: list[str], log_path: Path, env: dict) -> subprocess.Popen:
+    """``python -m <args>`` in the repository root, output to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    f = open(log_path, "w", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", *args], cwd=paths.repo_root(), env=env, stdout=f,
+                            stderr=subprocess.STDOUT)
+    proc.log_file = f  # closed by wait_all
+    log_line(f"started pid {proc.pid}: {' '.join(args)}")
+    return proc
+
+
+def wait_all(procs: dict[str, subprocess.Popen], timeout_s: float) -> dict[str, int]:
+    """Wait for every process; one still running after ``timeout_s`` is ended (by its own pid)."""
+    end = time.monotonic() + max(0.0, timeout_s)
+    codes = {}
+    for name, proc in procs.items():
+        try:
+            codes[name] = proc.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log_line(f"{name} (pid {proc.pid}) still running at the deadline: ending it")
+            proc.terminate()
+            try:
+                codes[name] = proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes[name] = proc.wait()
+        proc.log_file.close()
+        log_line(f"{name} exited with {codes[name]}")
+    return codes
+
+
+def pack(folder: Path, out_file: Path, arcname: str | None = None) -> dict:
+    """``folder`` -> ``out_file`` (.tar.gz whose top entry is ``arcname``, default the folder's name, so that
+    ``tar -xzf FILE -C data/models`` puts it in place); refuse a file over the return limit."""
+    with tarfile.open(out_file, "w:gz", compresslevel=6) as tar:
+        tar.add(folder, arcname=arcname or folder.name)
+    size = out_file.stat().st_size
+    if size > MAX_OUT_FILE:
+        raise SystemExit(f"{out_file.name} is {size / 2**20:.1f} MiB, over the {MAX_OUT_FILE / 2**20:.0f} MiB a "
+                         f"returned file may have. Fix: a smaller vocabulary or model (see the model card's sizes)")
+    return {"file": out_file.name, "bytes": size, "sha256": hashlib.sha256(out_file.read_bytes()).hexdigest()}
+
+
+def unpack(tar_file: Path, dest: Path) -> Path:
+    """The inverse of :func:`pack`: extract into ``dest`` and return the model folder."""
+    with tarfile.open(tar_file, "r:gz") as tar:
+        names = {m.name.split("/")[0] for m in tar.getmembers()}
+        tar.extractall(dest, filter="data")
+    return dest / sorted(names)[0]
+
+
+def gather_logs(logs: list[Path], out_file: Path) -> None:
+    with open(out_file, "w", encoding="utf-8") as f:
+        for p in logs:
+            f.write(f"===== {p.name}\n")
+            f.write(p.read_text(encoding="utf-8", errors="replace") if p.is_file() else "(no output)\n")
+
+
+def _device_flags(smoke: bool, device: str | None) -> list[str]:
+    return ["--device", device or ("cpu" if smoke else "cuda")]
+
+
+# ----------------------------------------------------------------------------------------------- command A
+def target_command(args: argparse.Namespace) -> int:
+    clock = Clock(args.deadline_s)
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "targets", ignore_errors=True)
+    env = child_env(work)
+    runs = args.runs or ([20, 40] if args.smoke else [1200, 2000, 4000])
+    procs, logs = {}, []
+    for steps in runs:
+        name = f"steps{steps}"
+        cmd = ["peagle_nb.cli", "train", "target", "--out", str(work / "targets" / name), "--steps", str(steps),
+               "--eval-every", str(args.eval_every or (10 if args.smoke else 100)),
+               *_device_flags(args.smoke, args.device)]
+        cmd += ["--smoke"] if args.smoke else ["--time-budget-s", str(args.time_budget_s)]
+        logs.append(work / "targets" / f"{name}.log")
+        procs[name] = spawn(cmd, logs[-1], env)
+    codes = wait_all(procs, clock.left() - args.reserve_s)
+    summary = {"command": A_COMMAND + (" --smoke" if args.smoke else ""), "runs": runs, "exit_codes": codes}
+    try:
+        kept = choose_target(work / "targets", runs, args)
+        summary["selection"] = kept["selection"]
+        log_line(f"kept {kept['name']} (mean validation loss {kept['mean']:.4f})")
+        add_continuations(kept["folder"], args, clock)
+        summary["packed"] = [pack(kept["folder"], out / f"{TARGET_NAME}.tar.gz", arcname=TARGET_NAME)]
+    finally:
+        summary["seconds"] = round(clock.elapsed(), 1)
+        (out / "family_target.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        gather_logs(logs, out / "family_target.log")
+    log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return 0
+
+
+def choose_target(folder: Path, runs: list[int], args: argparse.Namespace) -> dict:
+    """The finished run with the lowest mean validation loss; its log gets the ``selection`` record (every run's
+    numbers) and the command that reproduces it, its card is rewritten."""
+    from peagle_nb.training.target import write_card
+
+    rows = []
+    for steps in runs:
+        path = folder / f"steps{steps}" / "training_log.json"
+        if not path.is_file():
+            continue
+        log = json.loads(path.read_text(encoding="utf-8"))
+        val = log["validation_loss"]
+        rows.append({"name": f"steps{steps}", "steps": steps, "steps_run": log["steps_run"],
+                     "best_step": log["best_step"], "train_seconds": log["train_seconds"], "validation_loss": val,
+                     "mean_validation_loss": sum(val.values()) / len(val)})
+    if not rows:
+        raise SystemExit("no target run finished: see family_target.log for each run's output")
+    best = min(rows, key=lambda r: r["mean_validation_loss"])
+    kept = folder / best["name"]
+    log = json.loads((kept / "training_log.json").read_text(encoding="utf-8"))
+    budget = "" if args.smoke else f", each capped at {args.time_budget_s:g} s of training"
+    log["selection"] = {
+        "how": (f"{len(runs)} runs side by side on {log['device']} (same seed and data, `--steps` "
+                f"{' / '.join(map(str, runs))}{budget}); each keeps its own best-validation checkpoint, and the run "
+                f"with the lowest mean validation loss was kept. Held-out numbers played no part in the choice."),
+        "runs": rows, "kept": best["name"]}
+    budget_flag = "" if args.smoke else f" --time-budget-s {args.time_budget_s:g}"
+    log["reproduce"] = (f"{A_COMMAND}{' --smoke' if args.smoke else ''}   # all runs, within {args.deadline_s:.0f} s; "
+                        f"this run alone: "
+                        f"peagle-nb train target --device cuda --steps {best['steps']} --eval-every "
+                        f"{log['config']['eval_every']}{budget_flag} --out data/models/tiny-target")
+    (kept / "training_log.json").write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_card(kept)
+    return {"name": best["name"], "mean": best["mean_validation_loss"], "folder": kept, "selection": log["selection"]}
+
+
+def add_continuations(folder: Path, args: argparse.Namespace, clock: Clock) -> None:
+    """How much the kept target's own continuations of the held-out prompts loop, into its log and card."""
+    import torch
+
+    from peagle_nb.models.target import load_target
+    from peagle_nb.prompts import load_prompts
+    from peagle_nb.training.target import write_card
+    from peagle_nb.training.target_eval import continuation_report
+
+    if clock.left() < args.reserve_s / 2:
+        log_line("no time left for the continuation check")
+        return
+    device = "cuda" if (args.device or ("cpu" if args.smoke else "cuda")) == "cuda" else "cpu"
+    model, tok = load_target(folder, dtype=torch.float32, device=device)
+    n = 2 if args.smoke else args.continuation_prompts
+    sets = {d: load_prompts(d, n) for d in ("prose", "code", "ja")}
+    report = continuation_report(model, tok, sets, max_new_tokens=16 if args.smoke else 128)
+    log = json.loads((folder / "training_log.json").read_text(encoding="utf-8"))
+    log["continuations"] = report
+    (folder / "training_log.json").write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_card(folder)
+    log_line("continuations: " + ", ".join(
+        f"{k} greedy {100 * v['greedy']['repetition_fraction']:.0f}% / sampled "
+        f"{100 * v['sampled']['repetition_fraction']:.0f}% repeated" for k, v in report.items()))
+
+
+# ----------------------------------------------------------------------------------------------- command B
+def _proposed_draft_vocab(target: Path) -> int | None:
+    log = Path(target) / "training_log.json"
+    if not log.is_file():
+        return None
+    return json.loads(log.read_text(encoding="utf-8")).get("tokenizer", {}).get("proposed_draft_vocab_size")
+
+
+def heads_command(args: argparse.Namespace) -> int:
+    clock = Clock(args.deadline_s)
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "heads", ignore_errors=True)
+    env = child_env(work)
+    target = Path(args.target) if args.target else paths.models_dir() / TARGET_NAME
+    if not (target / "config.json").is_file():
+        raise SystemExit(f"no target at {target}. Fix: run command A, unpack tiny-target.tar.gz into "
+                         f"data/models/ (or pass --target DIR)")
+    vd = args.draft_vocab_size or _proposed_draft_vocab(target) or (256 if args.smoke else 2048)
+    cache = work / "heads" / "drafter_data.pt"
+    common = ["--target", str(target), *_device_flags(args.smoke, args.device), "--data-cache", str(cache),
+              "--draft-vocab-size", str(vd), "--seed", str(args.seed)]
+    if args.smoke:
+        common.append("--smoke")
+    else:
+        common += ["--n-sequences", str(args.n_sequences)]
+    logs = [work / "heads" / "data.log"]
+    summary: dict = {"command": B_COMMAND + (" --smoke" if args.smoke else ""), "target": str(target),
+                     "draft_vocab_size": vd}
+    try:
+        codes = wait_all({"data": spawn(["peagle_nb.cli", "train", "peagle", *common, "--data-only"], logs[0], env)},
+                         clock.left() - args.reserve_s)
+        if codes["data"] != 0:
+            raise SystemExit("building the drafter data failed: see family_heads.log")
+        summary["data_seconds"] = round(clock.elapsed(), 1)
+        budget = min(args.time_budget_s, clock.left() - args.eval_reserve_s - args.reserve_s)
+        summary["head_time_budget_s"] = None if args.smoke else round(budget, 1)
+        if budget < 10 and not args.smoke:
+            raise SystemExit(f"only {budget:.0f} s left for training the heads: raise --deadline-s or lower "
+                             f"--n-sequences")
+        steps = args.steps or (8 if args.smoke else 900)
+        per_head = ["--steps", str(steps)] + ([] if args.smoke else [
+            "--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size), "--val-prompts",
+            str(args.val_prompts)])
+        if args.smoke:
+            per_head += ["--val-prompts", "0"]  # the validation measurement is covered by the trainer's own tests
+        depth = [] if args.smoke else ["--k"]  # smoke runs keep the trainers' small smoke depths
+        specs = {"tiny-eagle3": ["eagle3", *depth, *(["7"] if depth else [])],
+                 "tiny-peagle": ["peagle", *depth, *(["8"] if depth else [])],
+                 "tiny-peagle-no-ja": ["peagle", *depth, *(["8"] if depth else []), "--exclude-domain", "ja"]}
+        procs = {}
+        for name, (kind, *extra) in specs.items():
+            logs.append(work / "heads" / f"{name}.log")
+            procs[name] = spawn(["peagle_nb.cli", "train", kind, *common, *per_head, *extra,
+                                 "--out", str(work / "heads" / name)], logs[-1], env)
+        summary["exit_codes"] = wait_all(procs, clock.left() - args.reserve_s)
+        summary["train_done_seconds"] = round(clock.elapsed(), 1)
+        finished = [n for n in HEAD_NAMES if (work / "heads" / n / "training_log.json").is_file()]
+        annotate_heads(work / "heads", finished, args, steps, budget)
+        summary["heads"] = {n: head_summary(work / "heads" / n) for n in finished}
+        summary["domain_shift"] = measure_domain_shift(work / "heads", target, finished, args, clock, env, logs,
+                                                       out / "domain_shift.json")
+        summary["packed"] = [pack(work / "heads" / n, out / f"{n}.tar.gz") for n in finished]
+    finally:
+        summary["seconds"] = round(clock.elapsed(), 1)
+        (out / "family_heads.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        gather_logs(logs, out / "family_heads.log")
+    log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return 0
+
+
+def _write_head_card(folder: Path) -> None:
+    try:  # the drafter trainer keeps its card writer in its results module once split into modules
+        from peagle_nb.training.drafter_results import write_card
+    except ImportError:
+        from peagle_nb.training.drafter_train import write_card
+    write_card(folder)
+
+
+def annotate_heads(folder: Path, names: list[str], args: argparse.Namespace, steps: int, budget: float) -> None:
+    """A note in every head's log (kept in its card): how it was trained, beside which heads, and the command."""
+    logs = {n: json.loads((folder / n / "training_log.json").read_text(encoding="utf-8")) for n in names}
+    for name, log in logs.items():
+        others = ", ".join(f"`{o}` ({logs[o]['steps_run']} steps, {logs[o]['train_seconds']:.0f} s)" for o in names
+                           if o != name)
+        note = (f"Trained by `{B_COMMAND}{' --smoke' if args.smoke else ''}` on {log['device']}: the self-distillation "
+                f"data was built once, then this head and {others} trained at the same time on it, each capped at "
+                f"{steps} steps" + ("" if args.smoke else f" and {budget:.0f} s of training")
+                + f"; the whole command keeps to a {args.deadline_s:.0f} s deadline.")
+        log.setdefault("notes", [])
+        log["notes"] = [n for n in log["notes"] if not n.startswith("Trained by `python -m peagle_nb.training.family")]
+        log["notes"].append(note)
+        (folder / name / "training_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    for name in names:  # the P-EAGLE cards compare with the EAGLE-3 head beside them, now that it is measured
+        _write_head_card(folder / name)
+
+
+def head_summary(folder: Path) -> dict:
+    log = json.loads((folder / "training_log.json").read_text(encoding="utf-8"))
+    acc = log.get("acceptance", {})
+    return {"kind": log["kind"], "steps_run": log["steps_run"], "train_seconds": log["train_seconds"],
+            "excluded_domains": log["data"].get("excluded_domains", []),
+            "greedy_tau_k7": {name: res["7"]["tau"] for name, res in acc.items() if "7" in res}}
+
+
+def measure_domain_shift(folder: Path, target: Path, names: list[str], args: argparse.Namespace, clock: Clock,
+                         env: dict, logs: list[Path], out_file: Path) -> dict:
+    """One process per head measures it on every prompt set (``evaluate`` subcommand); the records are merged
+    into the domain-shift results file."""
+    from peagle_nb.domain_eval import make_domain_shift_doc
+    from peagle_nb.results import write_results
+
+    deadline = clock.left() - args.reserve_s
+    procs = {}
+    for name in names:
+        logs.append(folder / f"evaluate-{name}.log")
+        procs[name] = spawn(["peagle_nb.training.family", "evaluate", "--target", str(target), "--head",
+                             str(folder / name), "--name", name.removeprefix("tiny-"),
+                             "--out", str(folder / f"evaluate-{name}.json"),
+                             "--deadline-s", f"{max(0.0, deadline - 20):.0f}",  # room for the configuration under way
+                             *_device_flags(args.smoke, args.device)]
+                            + (["--smoke"] if args.smoke else ["--prompts", str(args.shift_prompts),
+                                                               "--max-new-tokens", str(args.shift_max_new_tokens)]),
+                            logs[-1], env)
+    wait_all(procs, deadline)
+    records, heads = [], {}
+    for name in names:
+        path = folder / f"evaluate-{name}.json"
+        if path.is_file():
+            records += json.loads(path.read_text(encoding="utf-8"))
+            heads[name.removeprefix("tiny-")] = head_summary(folder / name)
+    if not records:
+        return {"written": False}
+    doc = make_domain_shift_doc(records, heads, notes=(
+        f"{B_COMMAND}{' --smoke' if args.smoke else ''}: each head on every held-out prompt set at K="
+        f"{records[0]['k']}, {records[0]['max_new_tokens']} new tokens, greedy (teacher-forced walk) and sampled at "
+        f"T=1 by the engine (one record per seed); raw per-prompt step data kept in each run"))
+    write_results(out_file, doc)
+    return {"written": True, "runs": len(records), "domain_shift": doc["summary"]["domain_shift"]}
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    """One head on every held-out prompt set, greedy and sampled (a child of command B; also usable alone)."""
+    import torch
+
+    from peagle_nb.domain_eval import evaluate_heads
+    from peagle_nb.models.heads import load_head
+    from peagle_nb.models.target import load_target
+    from peagle_nb.training.drafter_eval import read_prompt_ids
+
+    clock = Clock(args.deadline_s)
+    device = args.device or ("cpu" if args.smoke else "cuda")
+    target, tok = load_target(args.target, dtype=torch.float32, device=device)
+    head = load_head(args.head, device=device)
+    n = 2 if args.smoke else args.prompts
+    sets = {d: read_prompt_ids(tok, paths.prompts_dir() / f"{d}.jsonl", n) for d in ("prose", "code", "ja")}
+    seeds = [0, 1] if args.smoke else args.seeds
+    records = evaluate_heads(target, tok, {args.name: (head.kind, head)}, sets, k=3 if args.smoke else args.k,
+                             max_new_tokens=16 if args.smoke else args.max_new_tokens, seeds=seeds,
+                             deadline=time.monotonic() + clock.left(), log=log_line)
+    Path(args.out).write_text(json.dumps(records) + "\n", encoding="utf-8")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------- CLI
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m peagle_nb.training.family", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("target", help="command A: train targets side by side, keep the best on validation")
+    b = sub.add_parser("heads", help="command B: drafter data + EAGLE-3, P-EAGLE, P-EAGLE without Japanese")
+    e = sub.add_parser("evaluate", help="one head on every prompt set, greedy and sampled (used by command B)")
+    for p in (a, b):
+        p.add_argument("--out", type=Path, required=True, help="folder for the packed models, summary and log")
+        p.add_argument("--work", type=Path, default=Path("/tmp/peagle-family"), help="scratch folder")
+        p.add_argument("--reserve-s", type=float, default=25.0, help="seconds kept for packing at the end")
+    for p in (a, b, e):
+        p.add_argument("--smoke", action="store_true", help="tiny sizes on a CPU (tests)")
+        p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda (cpu with --smoke)")
+    a.add_argument("--runs", type=int, nargs="+", default=None,
+                   help="--steps of each target run (default 1200 2000 4000)")
+    a.add_argument("--time-budget-s", type=float, default=200.0, help="training seconds per target run")
+    a.add_argument("--eval-every", type=int, default=None, help="validation every N steps (default 100)")
+    a.add_argument("--continuation-prompts", type=int, default=8, help="prompts per set for the loop check")
+    a.add_argument("--deadline-s", type=float, default=None,
+                   help="the whole command's wall-clock limit (default 345 s; 1800 s with --smoke)")
+    b.add_argument("--target", type=Path, default=None, help="target folder (default data/models/tiny-target)")
+    b.add_argument("--n-sequences", type=int, default=32768, help="self-distillation sequences")
+    b.add_argument("--draft-vocab-size", type=int, default=None,
+                   help="default: the target log's proposed draft vocabulary size")
+    b.add_argument("--steps", type=int, default=None,
+                   help="step cap of every head (default 900: reached by all three within the budget on an H200)")
+    b.add_argument("--time-budget-s", type=float, default=250.0, help="training seconds of every head (at most)")
+    b.add_argument("--batch-size", type=int, default=128)
+    b.add_argument("--val-prompts", type=int, default=16, help="validation prompts per domain")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--shift-prompts", type=int, default=16, help="prompts per set in the per-domain measurement")
+    b.add_argument("--shift-max-new-tokens", type=int, default=96)
+    b.add_argument("--eval-reserve-s", type=float, default=170.0,
+                   help="seconds kept after training for the heads' own and the per-domain measurements")
+    b.add_argument("--deadline-s", type=float, default=None,
+                   help="the whole command's wall-clock limit (default 525 s; 1800 s with --smoke)")
+    e.add_argument("--target", type=Path, required=True)
+    e.add_argument("--head", type=Path, required=True)
+    e.add_argument("--name", required=True, help="the head's name in the results (e.g. peagle-no-ja)")
+    e.add_argument("--out", type=Path, required=True, help="JSON file of run records")
+    e.add_argument("--prompts", type=int, default=16)
+    e.add_argument("--k", type=int, default=7)
+    e.add_argument("--max-new-tokens", type=int, default=96)
+    e.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    e.add_argument("--deadline-s", type=float, default=600.0)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in ("target", "heads") and args.deadline_s is None:
+        args.deadline_s = 1800.0 if args.smoke else {"target": 345.0, "heads": 525.0}[args.command]
+    if args.command == "target":
+        return target_command(args)
+    if args.command == "heads":
+        return heads_command(args)
+    return evaluate_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

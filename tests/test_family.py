@@ -70,7 +70,7 @@ def test_both_commands_end_to_end_at_smoke_size(tmp_path):
 
 def test_wait_all_ends_a_process_past_the_deadline():
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    proc.log_file = open(os.devnull, "w")
+    proc.log_file = open(os.devnull, "w")  # noqa: SIM115 -- wait_all closes it
     t0 = time.monotonic()
     codes = family.wait_all({"sleeper": proc}, timeout_s=1.0)
     assert codes["sleeper"] != 0 and proc.poll() is not None and time.monotonic() - t0 < 30

@@ -79,7 +79,7 @@ def child_env(work: Path) -> dict:
 def spawn(args: list[str], log_path: Path, env: dict) -> subprocess.Popen:
     """``python -m <args>`` in the repository root, output to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    f = open(log_path, "w", encoding="utf-8")
+    f = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 -- outlives this call; wait_all closes it
     proc = subprocess.Popen([sys.executable, "-m", *args], cwd=paths.repo_root(), env=env, stdout=f,
                             stderr=subprocess.STDOUT)
     proc.log_file = f  # closed by wait_all

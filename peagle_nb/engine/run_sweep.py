@@ -140,7 +140,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # K past the trained depth is part of the sweep
-        equality = check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts) if equal_prompts else None
+        equality = (check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts) if equal_prompts
+                    else None)
         log(f"equality lean == reference: {equality and equality['all_equal']} ({time.perf_counter() - t0:.0f} s)")
         first_set = next(iter(prompt_sets.values()))
         engines = engines_side_by_side(target, tokenizer, first_set, max_new_tokens, side_by_side_repeats)

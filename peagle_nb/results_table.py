@@ -105,6 +105,21 @@ def rows() -> list[tuple[str, str, str, str]]:
             out.append((f"domain shift on {d['prompt_set']} prompts: τ of the P-EAGLE head trained with that domain "
                         f"({with_}) vs without it ({without}), same data otherwise and same budget",
                         "; ".join(cells), "", "`domain_shift/domain_shift.json`"))
+    pub = _load("published.json")
+    if pub:
+        acc = {(r["method"], r["k"], r["prompt_set"]): r["tau"] for r in pub["runs"]
+               if r.get("kind") == "acceptance" and r.get("target") == "openai/gpt-oss-20b"}
+        sets = sorted({ps for _, _, ps in acc})
+        for k in (3, 7):
+            if all((m, k, ps) in acc for m in ("peagle", "eagle3") for ps in sets):
+                out.append((f"published: GPT-OSS-20B heads' acceptance length at K={k}, {' / '.join(sets)} (vLLM/AWS "
+                            "blog)", " / ".join(f"{acc[('peagle', k, ps)]:.2f}" for ps in sets),
+                            " / ".join(f"{acc[('eagle3', k, ps)]:.2f}" for ps in sets), "`published.json`"))
+        ratios = [r["speedup_over_eagle3"] for r in pub["runs"] if r.get("kind") == "speedup_over_eagle3"]
+        if ratios:
+            out.append((f"published: P-EAGLE / EAGLE-3 throughput, GPT-OSS-20B on one B200, each at its best K, "
+                        f"{len(ratios)} points (3 workloads x concurrency 1-64)",
+                        f"{min(ratios):.2f}-{max(ratios):.2f}x", "", "`published.json`"))
     return out
 
 

@@ -69,6 +69,17 @@ def greedy_reference(target, prompt_ids: list[list[int]], max_new_tokens: int,
     return [dec.generate(p, max_new_tokens).tokens for p in prompt_ids]
 
 
+def _none_for_nan(obj):
+    """A class with no steps has no tau: None in the record (JSON has no NaN)."""
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: _none_for_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_none_for_nan(v) for v in obj]
+    return obj
+
+
 def _step_means(results) -> dict[str, float]:
     steps = [s for r in results for s in r.steps]
     n = max(len(steps), 1)
@@ -124,7 +135,7 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
             lossless = all(r.tokens == g for r, g in zip(results, ref))
     sp = spread(tps)
     step_sp = spread([m["step_ms"] for _, m in per_repeat])
-    drafting = repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompt_ids, results))
+    drafting = _none_for_nan(repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompt_ids, results)))
     split = {} if method == "none" else {
         "tau_fresh": drafting["fresh"]["tau"], "tau_repeated": drafting["repeated"]["tau"],
         "accept_rate_fresh": drafting["fresh"]["accept_rate_per_position"],
@@ -234,7 +245,7 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
                 s[f"{m}.k7.tau"] = statistics.median(r["tau"] for r in k7)
                 s[f"{m}.k7.tau_spread"] = _min_med_max([r["tau"] for r in k7])
                 s[f"{m}.k7.repetition_fraction"] = statistics.median(r["repetition_fraction"] for r in k7)
-                fresh = [r["tau_fresh"] for r in k7 if r["tau_fresh"] == r["tau_fresh"]]  # NaN: no fresh steps
+                fresh = [r["tau_fresh"] for r in k7 if r["tau_fresh"] is not None]  # None: no fresh steps
                 if fresh:
                     s[f"{m}.k7.tau_fresh"] = statistics.median(fresh)
             if len(mr) > 1 and mr[0]["draft_ms_per_step"] > 0:

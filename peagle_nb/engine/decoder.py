@@ -41,7 +41,8 @@ class SpecDecoder:
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
-                 mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None):
+                 mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
+                 draft_sampling: str = "sample"):
         checks.check_method(method, head)
         self.target, self.tokenizer, self.head, self.method = target, tokenizer, head, method
         self.k = k if method != "none" else 0
@@ -54,11 +55,11 @@ class SpecDecoder:
         layer_ids = checks.head_layer_ids(head)
         self.runner = TargetRunner(target, layer_ids)
         if method == "eagle3":
-            self.drafter = ChainDrafter(head, k, self.vocab)
+            self.drafter = ChainDrafter(head, k, self.vocab, draft_sampling)
         else:
             if mask_hidden is None or mask_token_id is None:
                 checks.check_peagle_head(head, tokenizer if mask_token_id is None else None)
-            self.drafter = ParallelDrafter(head, k, self.vocab, mask_hidden, mask_token_id)
+            self.drafter = ParallelDrafter(head, k, self.vocab, mask_hidden, mask_token_id, draft_sampling)
 
     @property
     def device(self) -> torch.device:

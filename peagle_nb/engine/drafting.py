@@ -31,6 +31,25 @@ class DraftProposal:
     probs: torch.Tensor | None  # [K, V_target] drafter distribution (temperature > 0), else None
 
 
+DRAFT_SAMPLING = ("sample", "greedy")
+
+
+def check_draft_sampling(draft_sampling: str) -> str:
+    """How drafts are picked at temperature > 0: "sample" draws them from the drafter's q (the textbook rule, what
+    this suite does by default) and "greedy" takes the argmax and verifies it as if q were one-hot (vLLM's default,
+    ``draft_sample_method="greedy"``: a draft d is kept with probability p(d)). Both are lossless."""
+    if draft_sampling not in DRAFT_SAMPLING:
+        raise ValueError(f"draft_sampling must be one of {DRAFT_SAMPLING}, got {draft_sampling!r}")
+    return draft_sampling
+
+
+def one_hot_q(ids: torch.Tensor, vocab: int) -> torch.Tensor:
+    """q [K, V] with all mass on each draft: what verification sees for a greedily picked draft."""
+    q = torch.zeros(ids.shape[0], vocab, device=ids.device)
+    q[torch.arange(ids.shape[0], device=ids.device), ids] = 1.0
+    return q
+
+
 def _new_cache(head):
     make = getattr(head, "new_cache", None)  # a head may bring its own cache type (test doubles do)
     if make is not None:
@@ -41,10 +60,11 @@ def _new_cache(head):
 
 
 class _Drafter:
-    def __init__(self, head, k: int, target_vocab_size: int):
+    def __init__(self, head, k: int, target_vocab_size: int, draft_sampling: str = "sample"):
         if k < 1:
             raise ValueError(f"K (number of drafts per step) must be >= 1, got {k}")
         self.head, self.k, self.vocab = head, k, target_vocab_size
+        self.draft_sampling = check_draft_sampling(draft_sampling)
         self.device = next(head.parameters()).device
         vd = head.lm_head.weight.shape[0]
         # draft id -> target id for the whole draft vocabulary, to spread q over the target vocab
@@ -59,6 +79,9 @@ class _Drafter:
         """draft logits [K, Vd] -> (target ids [K], q over the target vocab [K, V] or None)."""
         if temperature <= 0:
             return self.head.draft_to_target(logits.argmax(-1)).long(), None
+        if self.draft_sampling == "greedy":  # vLLM's default: argmax drafts, verified as if q were one-hot
+            ids = self.head.draft_to_target(logits.argmax(-1)).long()
+            return ids, one_hot_q(ids, self.vocab)
         q_draft = probs_from_logits(logits, temperature)
         ids = sample(q_draft, generator)
         q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
@@ -116,8 +139,8 @@ class ParallelDrafter(_Drafter):
     """P-EAGLE: all K drafts from ONE drafter pass over [pending slots | <mask> x (K-1)]."""
 
     def __init__(self, head, k: int, target_vocab_size: int, mask_hidden: torch.Tensor | None = None,
-                 mask_token_id: int | None = None):
-        super().__init__(head, k, target_vocab_size)
+                 mask_token_id: int | None = None, draft_sampling: str = "sample"):
+        super().__init__(head, k, target_vocab_size, draft_sampling)
         # Overrides exist for the ablation in notebook 03 (zero/random placeholders, ordinary token).
         with torch.inference_mode():
             self.mask_h = (mask_hidden if mask_hidden is not None else head.mask_hidden_projected()).to(self.device)

@@ -101,7 +101,7 @@ def _step_means(results) -> dict[str, float]:
 def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
              max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
              reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
-             repeats: int = 1, engine: str = "lean") -> dict:
+             repeats: int = 1, engine: str = "lean", draft_sampling: str = "sample") -> dict:
     """One configuration over a prompt set -> the ``peagle-nb eval --json`` record.
 
     Prompt i is generated with seed ``seed + i`` (sampling only; a sweep's sweep j adds ``1000 j``, so its
@@ -114,7 +114,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         raise ValueError("no prompts to evaluate")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    dec = decoder or make_decoder(engine, target, tokenizer, head, method, k)
+    kw = {"draft_sampling": draft_sampling} if method != "none" else {}
+    dec = decoder or make_decoder(engine, target, tokenizer, head, method, k, **kw)
     if warmup:  # first calls pay for allocation, kernel selection and graph capture; keep them out of the timings
         dec.generate(prompt_ids[0], min(8, max_new_tokens), temperature, seed)
     per_repeat = []
@@ -148,6 +149,7 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "n_prompts": len(prompt_ids),
         "max_new_tokens": max_new_tokens,
         "temperature": temperature,
+        **({"draft_sampling": draft_sampling} if temperature > 0 and method != "none" else {}),
         "tau": summary["tau"] if method != "none" else 1.0,
         "accept_rate_per_position": summary["accept_rate_per_position"],
         "conditional_alpha": summary["conditional_alpha"],

@@ -206,7 +206,7 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
                 # vLLM's counters are kept beside the rates made of them (tests/test_provenance.py recomputes)
                 runs.append({"method": method, "k": k, "concurrency": len(ids), "n_prompts": len(ids),
                              "prompt_set": name, "max_tokens": max_tokens, "temperature": temperature,
-                             "seed": seed, "tau": d["tau"],
+                             "seed": seed, "draft_sample_method": "greedy", "tau": d["tau"],
                              "accept_rate_per_position": d["accept_rate_per_position"],
                              "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],
                              "num_accepted_tokens": d["num_accepted_tokens"],
@@ -221,7 +221,9 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
 
 def compare_acceptance_with_engine(runs: list[dict], target: str, heads: dict[str, str], prompt_sets: dict) -> None:
     """The suite's engine on the same token ids and K as each acceptance run: greedy, ``tau_engine`` must equal
-    vLLM's; sampled, :func:`compare_sampled` (same seeds cannot be shared: vLLM and the engine draw differently)."""
+    vLLM's; sampled, :func:`compare_sampled` with the engine verifying drafts the way vLLM did (its default
+    ``draft_sample_method="greedy"``: argmax drafts, kept with probability p(draft)); the same seeds cannot be
+    shared, vLLM and the engine draw differently."""
     from peagle_nb.engine import evaluate
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
@@ -233,12 +235,34 @@ def compare_acceptance_with_engine(runs: list[dict], target: str, heads: dict[st
         head = load_head(heads[run["method"]], target=model)
         rec = evaluate(model, tok, head, run["method"], run["k"], prompts=prompt_sets[run["prompt_set"]],
                        max_new_tokens=run["max_tokens"], temperature=run["temperature"], seed=run.get("seed", 0),
-                       warmup=False)
+                       warmup=False, draft_sampling=run.get("draft_sample_method", "greedy"))
         if run["temperature"] <= 0:
             run["tau_engine"] = rec["tau"]
             run["tau_vllm_over_engine"] = run["tau"] / rec["tau"]
         else:
             run.update(compare_sampled(run, rec))
+
+
+def recompare(path: str, target: str, heads: dict[str, str]) -> int:
+    """Rerun :func:`compare_acceptance_with_engine` on a recorded file's acceptance runs (the vLLM part is kept as
+    recorded) and note the command in the file."""
+    from transformers import AutoTokenizer
+
+    from peagle_nb import paths, results
+    from peagle_nb.prompts import load_prompts
+
+    doc = results.read_results(path)
+    tok = AutoTokenizer.from_pretrained(target)
+    acc = [r for r in doc["runs"] if r.get("measures") == "acceptance"]
+    for r in acc:
+        r.setdefault("draft_sample_method", "greedy")  # what the speculative config left at vLLM's default
+    sets = {d: [tok(t)["input_ids"] for t in load_prompts(paths.prompts_dir() / f"{d}.jsonl")]
+            for d in sorted({r["prompt_set"] for r in acc})}
+    compare_acceptance_with_engine(acc, target, heads, sets)
+    doc["compared_by"] = results.generator_command()
+    results.write_results(path, doc)
+    print("rewrote", path)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,7 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-engine-compare", action="store_true", help="skip tau of the suite's own engine")
     p.add_argument("--repeats", type=int, default=3, help="runs per level; the fastest is kept (shared CPUs)")
     p.add_argument("--out", default=str(paths.results_dir() / "vllm_cpu.json"))
+    p.add_argument("--recompare", default=None, metavar="FILE",
+                   help="only redo the engine side of FILE's acceptance runs (vLLM's counters kept) and rewrite it")
     a = p.parse_args(argv)
+    if a.recompare:
+        return recompare(a.recompare, a.target, {"eagle3": a.eagle3, "peagle": a.peagle})
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(a.target)

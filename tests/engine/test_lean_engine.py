@@ -69,10 +69,12 @@ def test_head_forward_equals_draft_head(gqa_target, kind, layers):
 
 
 @pytest.mark.parametrize("method,k", [("none", 1), ("eagle3", 1), ("eagle3", 4), ("peagle", 1), ("peagle", 5)])
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_random_models_same_tokens_and_steps(gqa_target, method, k, temperature):
+@pytest.mark.parametrize("temperature,draft_sampling", [(0.0, "sample"), (1.0, "sample"), (1.0, "greedy")])
+def test_random_models_same_tokens_and_steps(gqa_target, method, k, temperature, draft_sampling):
     head = random_head(gqa_target, method, 1 if method == "eagle3" else 2) if method != "none" else None
-    ref, lean = SpecDecoder(gqa_target, None, head, method, k), LeanDecoder(gqa_target, None, head, method, k)
+    kw = {"draft_sampling": draft_sampling} if method != "none" else {}
+    ref = SpecDecoder(gqa_target, None, head, method, k, **kw)
+    lean = LeanDecoder(gqa_target, None, head, method, k, **kw)
     for seed, prompt in enumerate(([5, 6, 7, 8, 9], [3], list(range(10, 40)))):
         a, b = ref.generate(prompt, 30, temperature, seed), lean.generate(prompt, 30, temperature, seed)
         assert a.tokens == b.tokens

@@ -136,3 +136,23 @@ def test_engine_sampling_matches_target(peaky_target, method):
     assert chi2_pvalue(counts, probs) > ALPHA
     # and the drafter alone (what 'accept everything' would output) is far from the target
     assert 0.5 * np.abs(counts / n - probs).sum() < 0.1
+
+
+def test_greedy_drafts_are_kept_with_the_target_probability():
+    """vLLM's default at T > 0 (``draft_sampling="greedy"``): the argmax draft, verified with a one-hot q, is kept
+    with probability p(draft), and the output still follows p (the residual puts the rest where p has it)."""
+    from peagle_nb.engine.drafting import one_hot_q
+    from peagle_nb.engine.verify import rejection_sample
+
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(12, generator=g) * 2, dim=0)
+    d = torch.tensor([3])
+    n = 40000
+    q = one_hot_q(d, 12)[None].expand(n, 1, 12)
+    target = torch.stack([p, p])[None].expand(n, 2, 12)
+    acc, nxt = rejection_sample(d.expand(n, 1), q, target, g)
+    kept = acc.float().mean().item()
+    assert abs(kept - p[3].item()) < 4 * (p[3].item() * (1 - p[3].item()) / n) ** 0.5
+    out = torch.where(acc > 0, d.expand(n), nxt)
+    freq = torch.bincount(out, minlength=12).float() / n
+    assert 0.5 * (freq - p).abs().sum().item() < 0.02  # total variation of 40,000 draws from p: ~0.01

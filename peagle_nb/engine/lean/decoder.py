@@ -32,6 +32,7 @@ from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
 from peagle_kernels.greedy_verify import greedy_verify
 from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
 from peagle_nb.engine import checks
+from peagle_nb.engine.drafting import check_draft_sampling, one_hot_q
 from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
 from peagle_nb.engine.lean.graphs import PhaseClock, Step
 from peagle_nb.engine.stats import GenerationResult, StepStats
@@ -60,11 +61,12 @@ class LeanDecoder:
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
-                 use_graphs: bool | None = None, builder: str = "fused"):
+                 use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample"):
         checks.check_method(method, head)
         if builder not in ("fused", "eager"):
             raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
         self.builder = builder
+        self.draft_sampling = check_draft_sampling(draft_sampling)
         self.method, self.k = method, (k if method != "none" else 0)
         self.vocab = target.config.vocab_size
         self.lt = _shared(target, LeanTarget)
@@ -198,6 +200,9 @@ class LeanDecoder:
     # ---------------------------------------------------------------------------------------- sampling
     def _pick(self, logits, temperature, gen):
         """draft logits [n, Vd] -> (target ids [n], q over the target vocabulary [n, V]); ``ChainDrafter._pick``."""
+        if self.draft_sampling == "greedy":
+            ids = self.lh.to_target_ids(logits.argmax(-1)).long()
+            return ids, one_hot_q(ids, self.vocab)
         q_draft = probs_from_logits(logits, temperature)
         ids = sample(q_draft, gen)
         q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)

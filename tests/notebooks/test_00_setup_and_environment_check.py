@@ -29,14 +29,15 @@ def test_notebook_00_records_environment(run_notebook, repo_root):
     # the forward over T rows, timed in smoke mode's 10 rounds, at every requested row count
     rows = SMOKE_PARAMETERS["ROWS"]
     assert rec["env.verify_cost.reps"] == 10 and rec["env.verify_cost.rows"] == rows
-    assert rec["env.verify_cost.threads"] == min(2, rec["env.cpu_count"])
+    probe = rec["env.verify_cost.threads_probe_ms"]  # the faster of one and two threads on this machine, right now
+    assert rec["env.verify_cost.threads"] == int(min(probe, key=probe.get)) and set(probe) <= {"1", "2"}
     med, p10, p90 = (rec[f"env.verify_cost.ms_{q}"] for q in ("median", "p10", "p90"))
     assert len(med) == len(p10) == len(p90) == len(rows)
     assert all(0 < lo <= m <= hi for lo, m, hi in zip(p10, med, p90))
     rel = rec["env.verify_cost.over_one_row"]
     assert rel[0] == 1.0 and rel == pytest.approx([m / med[0] for m in med], rel=1e-3)
-    # the lesson, measured: 8 rows (verifying K = 7 drafts) cost a fraction of 8 decoding steps. The band is wide
-    # (a busy 2-core machine measured 1.3-2.5); its upper end says "far from proportional to the rows"
+    # the lesson, measured: 8 rows (verifying K = 7 drafts) cost a fraction of 8 decoding steps. The band is wide (a
+    # shared 2-core VM measured 1.4 with one thread, 2.0 with two under heavy load); its top means "far from 8"
     assert rec["env.verify_cost.k_plus_1_rows"] == 8
     assert 0.7 <= rec["env.verify_cost.k_plus_1_over_one_row"] <= 5.0
     assert rec["env.verify_cost.k_plus_1_over_one_row"] == pytest.approx(rel[rows.index(8)], abs=1e-3)

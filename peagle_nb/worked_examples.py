@@ -17,10 +17,11 @@ from peagle_nb.repetition import MIN_REPEAT, repeated_mask, step_starts
 
 
 def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: int, min_accepted: int = 4,
-                   prefer_fresh: bool = True) -> dict | None:
+                   prefer_fresh: bool = True, kept_ok: Callable[[list[int]], bool] | None = None) -> dict | None:
     """Greedy-decode ``prompts`` in order with ``decoder`` (``generate`` as the engine's) until a step kept at
-    least ``min_accepted`` drafts; with ``prefer_fresh`` a step that starts in fresh text is returned as soon as
-    one is found, a step inside a repeat only when no prompt has a fresh one. None when no step qualifies.
+    least ``min_accepted`` drafts (and, with ``kept_ok``, drafts for which ``kept_ok(kept draft ids)`` is true);
+    with ``prefer_fresh`` a step that starts in fresh text is returned as soon as one is found, a step inside a
+    repeat only when no prompt has a fresh one. None when no step qualifies.
 
     Returned: ``prompt_index``, ``step_index``, ``accepted``, ``repeated`` (the step's first token is inside a
     repeat), ``generated`` (the whole continuation), ``start`` (generated index of the step's first appended
@@ -33,7 +34,7 @@ def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: in
         res = decoder.generate(list(prompt), max_new_tokens)
         mask = repeated_mask(prompt, res.tokens)
         for j, (step, start) in enumerate(zip(res.steps, step_starts(res.steps, len(res.tokens)))):
-            if step.accepted < min_accepted:
+            if step.accepted < min_accepted or (kept_ok and not kept_ok(res.tokens[start:start + step.accepted])):
                 continue
             found = {"prompt_index": i, "step_index": j, "accepted": step.accepted, "repeated": mask[start],
                      "generated": list(res.tokens), "start": start,

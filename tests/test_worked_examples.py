@@ -32,6 +32,9 @@ def test_find_long_step_prefers_fresh_text_and_names_the_prefix():
     only_loop = find_long_step(ScriptedDecoder({100: (LOOP, [1, 1, 1, 1, 5, 2])}), [[100, 1]], 24)
     assert only_loop["repeated"] and only_loop["step_index"] == 4 and only_loop["start"] == 9
     assert find_long_step(ScriptedDecoder({200: (fresh, [0, 1])}), [[200]], 20) is None
+    # a condition on the kept drafts: step 1 of prompt 200 keeps generated[2:6] = 22..25
+    assert find_long_step(dec, [[200, 1]], 20, kept_ok=lambda ids: ids == [22, 23, 24, 25])["step_index"] == 1
+    assert find_long_step(dec, [[200, 1]], 20, kept_ok=lambda ids: 22 not in ids) is None
     with pytest.raises(ValueError, match="min_accepted"):
         find_long_step(dec, [[100]], 8, min_accepted=0)
 

@@ -44,6 +44,7 @@ def test_the_worked_step_keeps_four_drafts_by_hand_as_in_the_engine(rec):
     assert rec["basics.example.bonus_matches_engine"] is True
     assert rec["basics.example.accepted_by_hand"] == rec["basics.example.accepted_engine"]
     assert rec["basics.example.repeated"] is False  # fresh text, not a copy of a loop
+    assert rec["basics.example.words_only"] is True  # every kept draft has a letter, as in the article's example
     drafts, argmax = rec["basics.example.drafts"], rec["basics.example.target_argmax"]
     assert len(drafts) == K and len(argmax) == K + 1
     kept = rec["basics.example.accepted_by_hand"]

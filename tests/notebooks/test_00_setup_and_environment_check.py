@@ -46,7 +46,8 @@ def test_notebook_00_records_environment(run_notebook, repo_root):
     # the H200's recorded phases, read from the results file: one plain step and verify over K+1 rows
     phases = json.loads((repo_root / "data/results/engine_h200.json").read_text())["phases"]
     plain = next(p["plain_ms"] for p in phases if p["method"] == "none")
-    assert rec["env.verify_cost.h200.rows"][0] == 1 and rec["env.verify_cost.h200.ms"][0] == pytest.approx(plain, abs=1e-5)
+    assert rec["env.verify_cost.h200.rows"][0] == 1
+    assert rec["env.verify_cost.h200.ms"][0] == pytest.approx(plain, abs=1e-5)
     assert rec["env.verify_cost.h200.rows"] == [1] + sorted(p["k"] + 1 for p in phases if p["method"] == "peagle")
     h_rel = rec["env.verify_cost.h200.over_one_row"]
     assert all(1.0 <= r <= 1.5 for r in h_rel)  # recorded: the GPU's verify over up to 8 rows ~ one plain step

@@ -105,14 +105,14 @@ def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
     summary = json.loads((out / "summary.json").read_text())
     (nb,) = summary["notebooks"]
     assert nb["status"] == "ok" and nb["parameters"] == {"SMOKE": True}
-    assert nb["records"]["env.matmul_size"] == 256  # smoke size chosen by the notebook itself
+    assert nb["records"]["env.verify_cost.reps"] == 10  # smoke size chosen by the notebook itself
     assert (out / "00_setup_and_environment_check.ipynb").exists()
     text = capsys.readouterr().out
     assert "[1/1] 00_setup_and_environment_check.ipynb (smoke" in text
     report = out / "report.html"  # the executed series as one offline page (tests/test_report.py opens one)
     assert summary["report"] == str(report) and "report: " in text
     page = report.read_text(encoding="utf-8")
-    assert "00_setup_and_environment_check.ipynb" in page and "[record] env.matmul_size = 256" in page
+    assert "00_setup_and_environment_check.ipynb" in page and "[record] env.verify_cost.reps = 10" in page
 
 
 def _caps(**changes):

@@ -93,3 +93,63 @@ def bars_figure(values: Mapping[str, float], title: str, y: str, ref: float | No
     if ref is not None:
         fig.add_hline(y=ref, line_dash="dash", line_color="#7f7f7f")
     return _layout(fig, title, "", y)
+
+
+PHASE_COLORS = {"verify": "#2ca02c", "draft": "#d62728", "bookkeeping": "#bdbdbd"}
+
+
+def config_label(r: Mapping) -> str:
+    """A configuration's name: "P-EAGLE K=7", "EAGLE-3 K=3", "no speculation" (or the record's own ``label``)."""
+    return r.get("label") or (NAMES["none"] if r["method"] == "none" else f"{NAMES.get(r['method'], r['method'])} "
+                              f"K={r['k']}")
+
+
+def step_breakdown_figure(records: Sequence[Mapping], title: str = "Where a decoding step's time goes",
+                          relative: bool = False) -> go.Figure:
+    """One stacked bar per configuration: verify / draft / bookkeeping ms per step (``evaluate`` records:
+    ``method``, ``k``, ``verify_ms_per_step``, ``draft_ms_per_step``, ``bookkeeping_ms_per_step``, ``step_ms``,
+    ``tau``; an optional ``label``), beside the plain-decoding step (the ``method == "none"`` record, whose step
+    is all verify: one target pass). Each speculative bar is annotated with its tau and the tau it needs to break
+    even with plain decoding (its step time / the plain step time); a dashed line marks one plain step.
+    ``relative``: in units of one plain step instead of ms (notebook 01)."""
+    plain = [r for r in records if r["method"] == "none"]
+    if len(plain) != 1:
+        raise ValueError(f"step_breakdown_figure needs exactly one plain-decoding record (method 'none'), "
+                         f"got {len(plain)}")
+    unit = plain[0]["step_ms"] if relative else 1.0
+    if unit <= 0:
+        raise ValueError("the plain-decoding step time must be positive")
+    labels = [config_label(r) for r in records]
+    fig = go.Figure()
+    for phase in ("verify", "draft", "bookkeeping"):
+        fig.add_bar(x=labels, y=[r[f"{phase}_ms_per_step"] / unit for r in records], name=phase,
+                    marker_color=PHASE_COLORS[phase])
+    fig.update_layout(barmode="stack")
+    for lab, r in zip(labels, records):
+        if r["method"] != "none":
+            need = r["step_ms"] / plain[0]["step_ms"]
+            fig.add_annotation(x=lab, y=r["step_ms"] / unit, yshift=14, showarrow=False,
+                               text=f"τ {r['tau']:.2f} · needs {need:.2f}")
+    fig.add_hline(y=plain[0]["step_ms"] / unit, line_dash="dash", line_color=COLORS["none"],
+                  annotation_text="one plain step", annotation_position="top left")
+    return _layout(fig, title, "", "plain steps per step" if relative else "ms per step", height=420)
+
+
+def rows_cost_figure(series: Mapping[str, tuple[Sequence[int], Sequence[float]]],
+                     title: str = "One target forward: cost vs rows, relative to one row") -> go.Figure:
+    """Cost of a forward over T rows relative to the 1-row forward (a plain decoding step), one line per machine
+    (``{name: (rows, ms)}``, rows including 1), with the "T separate steps" line for scale (notebook 00)."""
+    fig = go.Figure()
+    top = 1
+    palette = ["#d62728", "#1f77b4", "#2ca02c"]
+    for i, (name, (rows, ms)) in enumerate(series.items()):
+        one = dict(zip(rows, ms)).get(1)
+        if not one:
+            raise ValueError(f"series {name!r} has no 1-row time to compare against")
+        fig.add_scatter(x=list(rows), y=[m / one for m in ms], mode="lines+markers", name=name,
+                        line=dict(color=palette[i % len(palette)]))
+        top = max(top, *rows)
+    fig.add_scatter(x=[1, top], y=[1, top], mode="lines", name="T separate decoding steps",
+                    line=dict(color=COLORS["none"], dash="dot"))
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, title, "rows in one forward (T = K+1 when verifying K drafts)", "cost / one-row forward")

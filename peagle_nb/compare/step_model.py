@@ -21,7 +21,7 @@ The per-request terms are zero unless set (the measured fits below leave them at
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Iterable
 
 import numpy as np
@@ -141,6 +141,3 @@ def _cover(n: float, r: float) -> float:
     return 1.0 - (1.0 - r) ** n if r else 0.0
 
 
-def scaled(cost: StepCost, **changes) -> StepCost:
-    """A copy with some parameters changed (what-if analysis in notebook 07)."""
-    return replace(cost, **changes)

@@ -4,6 +4,10 @@
 and returns run records for ``peagle_nb.results`` (data/results/engine_*.json). Both run the lean engine by
 default (``engine="reference"``: the readable ``transformers`` path). Explained in notebooks 01-03.
 
+Acceptance comes with the text it was measured on: ``repetition_fraction`` (generated tokens inside a repeated
+8-gram, ``peagle_nb.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
+steps that draft a repeat (a small model's loops are copied almost perfectly and inflate tau).
+
 Timing: a configuration runs its whole prompt set ``repeats`` times (after one warm-up generation, and after
 any graph capture, which is reported as ``capture_ms``); tokens/s is reported as the median over repeats
 with p10 / p90 and every repeat's value kept. Per-step times are means over the median repeat's steps.
@@ -14,7 +18,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Sequence
 
-from peagle_nb import metrics
+from peagle_nb import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
 
 ENGINES = ("lean", "reference")
@@ -65,6 +69,17 @@ def greedy_reference(target, prompt_ids: list[list[int]], max_new_tokens: int,
     return [dec.generate(p, max_new_tokens).tokens for p in prompt_ids]
 
 
+def _none_for_nan(obj):
+    """A class with no steps has no tau: None in the record (JSON has no NaN)."""
+    if isinstance(obj, float) and obj != obj:
+        return None
+    if isinstance(obj, dict):
+        return {k: _none_for_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_none_for_nan(v) for v in obj]
+    return obj
+
+
 def _step_means(results) -> dict[str, float]:
     steps = [s for r in results for s in r.steps]
     n = max(len(steps), 1)
@@ -89,7 +104,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
              repeats: int = 1, engine: str = "lean") -> dict:
     """One configuration over a prompt set -> the ``peagle-nb eval --json`` record.
 
-    Prompt i is generated with seed ``seed + i`` (sampling only). ``lossless`` (temperature 0): every output
+    Prompt i is generated with seed ``seed + i`` (sampling only; a sweep's sweep j adds ``1000 j``, so its
+    sweeps are independent seeds). ``lossless`` (temperature 0): every output
     equals plain greedy decoding (``reference``, computed when not given). At temperature > 0 it is None: the
     distribution is checked statistically instead (notebook 01, tests/engine/test_rejection_sampling.py).
     """
@@ -119,6 +135,12 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
             lossless = all(r.tokens == g for r, g in zip(results, ref))
     sp = spread(tps)
     step_sp = spread([m["step_ms"] for _, m in per_repeat])
+    drafting = _none_for_nan(repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompt_ids, results)))
+    split = {} if method == "none" else {
+        "tau_fresh": drafting["fresh"]["tau"], "tau_repeated": drafting["repeated"]["tau"],
+        "accept_rate_fresh": drafting["fresh"]["accept_rate_per_position"],
+        "accept_rate_repeated": drafting["repeated"]["accept_rate_per_position"],
+        "repeated_step_fraction": drafting["repeated_step_fraction"]}
     return {
         "method": method,
         "k": dec.k,
@@ -131,6 +153,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "conditional_alpha": summary["conditional_alpha"],
         "steps": len(steps),
         "accepted_per_step": [s.accepted for s in steps],
+        "repetition_fraction": drafting["repetition_fraction"],
+        **split,
         "tokens": sum(len(r.tokens) for r in results),
         **means,
         "tokens_per_s": sp["median"],
@@ -174,7 +198,7 @@ def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: 
                 if deadline is not None and time.monotonic() > deadline:
                     return runs
                 rec = evaluate(target, tokenizer, heads.get(method), method, k, ids, max_new_tokens, temperature,
-                               reference=refs[set_name], decoder=dec, repeats=repeats)
+                               seed=1000 * i, reference=refs[set_name], decoder=dec, repeats=repeats)
                 if method == "none":
                     base = rec
                 elif base is not None and base["tokens_per_s"]:
@@ -216,9 +240,14 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
             s[f"{m}.best_k_per_sweep"] = [best[m][i]["k"] for i in sweeps]
             s[f"{m}.best_tokens_per_s"] = statistics.median(b["tokens_per_s"] for b in best[m].values())
             mr = sorted((r for r in rs if r["method"] == m and r.get("sweep", 0) == sweeps[0]), key=lambda r: r["k"])
-            k7 = [r for r in mr if r["k"] == 7]
-            if k7:
-                s[f"{m}.k7.tau"] = k7[0]["tau"]
+            k7 = [r for r in rs if r["method"] == m and r["k"] == 7]
+            if k7:  # over sweeps: the same numbers at temperature 0, independent seeds when sampling
+                s[f"{m}.k7.tau"] = statistics.median(r["tau"] for r in k7)
+                s[f"{m}.k7.tau_spread"] = _min_med_max([r["tau"] for r in k7])
+                s[f"{m}.k7.repetition_fraction"] = statistics.median(r["repetition_fraction"] for r in k7)
+                fresh = [r["tau_fresh"] for r in k7 if r["tau_fresh"] is not None]  # None: no fresh steps
+                if fresh:
+                    s[f"{m}.k7.tau_fresh"] = statistics.median(fresh)
             if len(mr) > 1 and mr[0]["draft_ms_per_step"] > 0:
                 s[f"{m}.draft_cost_ratio_k{mr[-1]['k']}_vs_k{mr[0]['k']}"] = (
                     mr[-1]["draft_ms_per_step"] / mr[0]["draft_ms_per_step"])

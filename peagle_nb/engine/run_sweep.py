@@ -140,7 +140,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # K past the trained depth is part of the sweep
-        equality = check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts) if equal_prompts else None
+        equality = (check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts) if equal_prompts
+                    else None)
         log(f"equality lean == reference: {equality and equality['all_equal']} ({time.perf_counter() - t0:.0f} s)")
         first_set = next(iter(prompt_sets.values()))
         engines = engines_side_by_side(target, tokenizer, first_set, max_new_tokens, side_by_side_repeats)
@@ -193,7 +194,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=12)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--ks", default="1-10")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads for torch (both engines)")
     p.add_argument("--repeats", type=int, default=3, help="timed passes over each prompt set per configuration")
     p.add_argument("--sweeps", type=int, default=3, help="independent sweeps (the spread of best-K ratios)")
     p.add_argument("--temperature", type=float, default=0.0)

@@ -21,11 +21,6 @@ class StepStats:
     bookkeeping_ms: float = 0.0  # the rest of the step: building the drafter's inputs, acceptance, state, host work
     wall_ms: float = 0.0  # the whole step, host clock (0.0 where the decoder did not measure it)
 
-    @property
-    def accepted_positions(self) -> list[bool]:
-        """Position j (0-based) was accepted iff j < accepted (verification keeps a prefix)."""
-        return [j < self.accepted for j in range(self.num_drafts)]
-
 
 @dataclass
 class GenerationResult:

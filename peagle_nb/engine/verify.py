@@ -48,7 +48,8 @@ def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, targ
     b, k = draft_tokens.shape
     if draft_probs.shape[:2] != (b, k) or target_probs.shape[:2] != (b, k + 1):
         raise ValueError(f"shapes disagree: drafts {tuple(draft_tokens.shape)}, draft_probs "
-                         f"{tuple(draft_probs.shape)}, target_probs {tuple(target_probs.shape)} (need [B,K,V], [B,K+1,V])")
+                         f"{tuple(draft_probs.shape)}, target_probs {tuple(target_probs.shape)} "
+                         "(need [B,K,V], [B,K+1,V])")
     idx = draft_tokens.long().unsqueeze(-1)
     p_d = target_probs[:, :k].gather(-1, idx).squeeze(-1)
     q_d = draft_probs.gather(-1, idx).squeeze(-1)

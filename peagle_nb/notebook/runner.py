@@ -22,7 +22,6 @@ from peagle_nb.notebook._execute_one import TIMEOUT_EXIT
 from peagle_nb.notebook.record import read_records
 from peagle_nb.notebook.series import SERIES, NotebookSpec
 
-KERNEL_NAME = "python3"
 
 
 @dataclass

@@ -146,7 +146,7 @@ class SageMakerBackend:
             try:
                 for piece in self.stream_sync(prompt, max_tokens, temperature):
                     loop.call_soon_threadsafe(queue.put_nowait, piece)
-            except BaseException as exc:  # re-raised in the consumer
+            except BaseException as exc:  # noqa: BLE001 -- handed to the consumer, which re-raises it
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)

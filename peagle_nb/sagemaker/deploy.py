@@ -107,7 +107,7 @@ def _delete_if_present(describe, delete) -> None:
     except Exception:
         try:
             describe()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- SDK and boto3 errors differ; anything but "gone" re-raises below
             if _gone(exc):
                 return
         raise
@@ -291,7 +291,7 @@ class Deployment:
             except KeyboardInterrupt as exc:  # finish the cleanup first
                 interrupted = exc
                 failures.append((kind, name, "interrupted"))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- every resource gets its try; failures are reported together
                 failures.append((kind, name, f"{type(exc).__name__}: {exc}"))
         self.created = [kn for kn in self.created if kn not in self.deleted]
         if not self.created:
@@ -449,5 +449,5 @@ def studio_role() -> str | None:
     try:
         helper = require("sagemaker.core.helper.session_helper")
         return helper.get_execution_role()
-    except Exception:  # not in Studio, no credentials, or no SDK: the caller asks for ROLE_ARN
+    except Exception:  # noqa: BLE001 -- not in Studio, no credentials, or no SDK: the caller asks for ROLE_ARN
         return None

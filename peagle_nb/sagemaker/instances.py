@@ -15,7 +15,6 @@ PRICE_SOURCE = ("approximate on-demand list prices, SageMaker AI real-time infer
                 "instance-hour, as read from aws.amazon.com/sagemaker/ai/pricing and summaries of it (not fetched at "
                 "run time; prices change); ml.g7e.2xlarge (~$4.20/h) from the AWS blog 'Parallelize speculative "
                 "decoding with P-EAGLE on Amazon SageMaker AI' (2026). Check the pricing page for your region.")
-PRICE_DATE = "2026-12"
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,6 @@ class InstanceInfo:
     gpu_memory_gib: float  # total over all GPUs
     usd_per_hour: float | None
 
-    @property
-    def memory_per_gpu_gib(self) -> float:
-        return self.gpu_memory_gib / max(self.gpus, 1)
 
 
 # (gpus, gpu model, total GPU memory GiB, approx. USD/hour us-east-1)

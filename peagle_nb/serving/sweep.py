@@ -154,10 +154,38 @@ def compare_with_engine(runs: list[dict], target: str, heads: dict[str, str], pr
         run["tau_vllm_over_engine"] = run["tau"] / cache[key]
 
 
+def tau_standard_error(accepted_per_position: Sequence[float], num_drafts: float) -> float:
+    """Standard error of tau = 1 + mean accepted drafts per step, from vLLM's per-position counters: position j's
+    count is the number of steps that accepted at least j drafts, so they give the whole distribution of
+    accepted drafts per step (mean = sum_j c_j / n, E[a^2] = sum_j (2j - 1) c_j / n)."""
+    n = float(num_drafts)
+    if n <= 1:
+        return float("inf")
+    mean = sum(accepted_per_position) / n
+    second = sum((2 * j - 1) * c for j, c in enumerate(accepted_per_position, start=1)) / n
+    return max(second - mean * mean, 0.0) ** 0.5 / n ** 0.5
+
+
+def compare_sampled(run: dict, engine_rec: dict, z: float = 3.0) -> dict:
+    """vLLM vs the suite's engine at temperature > 0: different random streams, so the two taus agree only in
+    distribution. Both are means over independent-ish steps, so their difference is compared with ``z`` standard
+    errors of the difference (vLLM's from its counters, the engine's from its per-step accepted counts)."""
+    acc = engine_rec["accepted_per_step"]
+    n = len(acc)
+    mean = sum(acc) / n
+    se_engine = (sum((a - mean) ** 2 for a in acc) / (n - 1)) ** 0.5 / n ** 0.5 if n > 1 else float("inf")
+    se_vllm = tau_standard_error(run["accepted_per_position"], run["num_drafts"])
+    tol = z * (se_engine ** 2 + se_vllm ** 2) ** 0.5
+    return {"tau_engine": engine_rec["tau"], "tau_engine_steps": n, "tau_se_engine": se_engine,
+            "tau_se_vllm": se_vllm, "tau_tolerance": tol, "tau_agrees": abs(run["tau"] - engine_rec["tau"]) <= tol}
+
+
 def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, Sequence[list[int]]], k: int,
-                    max_tokens: int, log=print) -> list[dict]:
-    """Acceptance only: every prompt of each set submitted at once (concurrency = set size), greedy,
-    ``max_tokens`` each; tau and per-position rates from vLLM's counters, ``lossless`` vs no speculation."""
+                    max_tokens: int, log=print, temperature: float = 0.0, seed: int = 0) -> list[dict]:
+    """Acceptance only: every prompt of each set submitted at once (concurrency = set size), ``max_tokens``
+    each; tau and per-position rates from vLLM's counters. Greedy: ``lossless`` vs no speculation. Sampled
+    (``temperature`` > 0, vLLM's per-request ``seed``): ``lossless`` is None (the distribution, not the tokens,
+    is what is kept; notebook 01 and the engine's tests check it)."""
     from peagle_nb.serving.metrics import delta as _delta
 
     runs, reference = [], {}
@@ -170,23 +198,47 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
         try:
             for name, ids in prompt_sets.items():
                 before = offline.spec_metrics(llm)
-                outs = offline.generate_ids(llm, ids, max_tokens)
+                outs = offline.generate_ids(llm, ids, max_tokens, temperature, seed)
                 if method == "none":
                     reference[name] = outs
                     continue
                 d = _delta(before, offline.spec_metrics(llm))
                 # vLLM's counters are kept beside the rates made of them (tests/test_provenance.py recomputes)
                 runs.append({"method": method, "k": k, "concurrency": len(ids), "n_prompts": len(ids),
-                             "prompt_set": name, "max_tokens": max_tokens, "temperature": 0.0, "tau": d["tau"],
+                             "prompt_set": name, "max_tokens": max_tokens, "temperature": temperature,
+                             "seed": seed, "tau": d["tau"],
                              "accept_rate_per_position": d["accept_rate_per_position"],
                              "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],
                              "num_accepted_tokens": d["num_accepted_tokens"],
-                             "accepted_per_position": d["accepted_per_position"], "lossless": outs == reference[name],
+                             "accepted_per_position": d["accepted_per_position"],
+                             "lossless": outs == reference[name] if temperature <= 0 else None,
                              "measures": "acceptance"})
                 log(f"{method:>6} K={k} {name}: tau={d['tau']:.3f} lossless={runs[-1]['lossless']}")
         finally:
             offline.close_llm(llm)
     return runs
+
+
+def compare_acceptance_with_engine(runs: list[dict], target: str, heads: dict[str, str], prompt_sets: dict) -> None:
+    """The suite's engine on the same token ids and K as each acceptance run: greedy, ``tau_engine`` must equal
+    vLLM's; sampled, :func:`compare_sampled` (same seeds cannot be shared: vLLM and the engine draw differently)."""
+    from peagle_nb.engine import evaluate
+    from peagle_nb.models.heads import load_head
+    from peagle_nb.models.target import load_target
+
+    model, tok = load_target(target)
+    for run in runs:
+        if run.get("measures") != "acceptance":
+            continue
+        head = load_head(heads[run["method"]], target=model)
+        rec = evaluate(model, tok, head, run["method"], run["k"], prompts=prompt_sets[run["prompt_set"]],
+                       max_new_tokens=run["max_tokens"], temperature=run["temperature"], seed=run.get("seed", 0),
+                       warmup=False)
+        if run["temperature"] <= 0:
+            run["tau_engine"] = rec["tau"]
+            run["tau_vllm_over_engine"] = run["tau"] / rec["tau"]
+        else:
+            run.update(compare_sampled(run, rec))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="1,4")
     p.add_argument("--acceptance-k", type=int, default=7, help="K of the acceptance-only runs (0: skip them)")
     p.add_argument("--acceptance-tokens", type=int, default=128)
+    p.add_argument("--acceptance-sets", default="prose,code,ja", help="held-out prompt sets of the acceptance runs")
+    p.add_argument("--sampled-seeds", default="0,1,2",
+                   help="acceptance runs at temperature 1 (one per seed; '' to skip), compared with the engine")
     p.add_argument("--no-engine-compare", action="store_true", help="skip tau of the suite's own engine")
     p.add_argument("--repeats", type=int, default=3, help="runs per level; the fastest is kept (shared CPUs)")
     p.add_argument("--out", default=str(paths.results_dir() / "vllm_cpu.json"))
@@ -226,9 +281,15 @@ def main(argv: list[str] | None = None) -> int:
         r.pop("drafter_inputs_example", None)
     if a.acceptance_k:
         sets = {d: [tok(t)["input_ids"] for t in load_prompts(paths.prompts_dir() / f"{d}.jsonl")]
-                for d in ("prose", "code")}
-        runs += acceptance_runs(a.target, {"eagle3": a.eagle3, "peagle": a.peagle}, sets, a.acceptance_k,
-                                a.acceptance_tokens)
+                for d in a.acceptance_sets.split(",") if d}
+        heads = {"eagle3": a.eagle3, "peagle": a.peagle}
+        acc = acceptance_runs(a.target, heads, sets, a.acceptance_k, a.acceptance_tokens)
+        for seed in [int(s) for s in a.sampled_seeds.split(",") if s.strip()]:
+            acc += acceptance_runs(a.target, heads, sets, a.acceptance_k, a.acceptance_tokens, temperature=1.0,
+                                   seed=seed)
+        if not a.no_engine_compare:
+            compare_acceptance_with_engine(acc, a.target, heads, sets)
+        runs += acc
     doc = results.make_results("vllm", runs, model={"target": a.target, "eagle3": a.eagle3, "peagle": a.peagle},
                                notes="vLLM offline engine in-process (enforce_eager, fp32) on this machine's CPU; "
                                      "concurrency = closed-loop groups of requests; timings = fastest of "

@@ -397,6 +397,36 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge_command(args: argparse.Namespace) -> int:
+    """Heads trained elsewhere (``NAME=DIR`` each, e.g. command B's or the trainers' own outputs): run ``evaluate``
+    for each, one after another on this machine, and merge the records into the domain-shift results file."""
+    from peagle_nb.domain_eval import check_recomputes, make_domain_shift_doc
+    from peagle_nb.results import write_results
+
+    pairs = [spec.split("=", 1) for spec in args.heads]
+    if any(len(p) != 2 for p in pairs):
+        raise SystemExit("give each head as NAME=DIR (e.g. peagle-no-ja=/path/to/tiny-peagle-no-ja)")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    records, heads = [], {}
+    for name, folder in pairs:
+        out = work / f"evaluate-{name}.json"
+        evaluate_command(argparse.Namespace(deadline_s=args.deadline_s, device=args.device, smoke=False,
+                                            target=args.target, head=Path(folder), name=name, out=out,
+                                            prompts=args.prompts, k=args.k, max_new_tokens=args.max_new_tokens,
+                                            seeds=args.seeds))
+        records += json.loads(out.read_text(encoding="utf-8"))
+        heads[name] = head_summary(Path(folder))
+    doc = make_domain_shift_doc(records, heads, notes=(
+        f"every head on every held-out prompt set at K={args.k}, {args.max_new_tokens} new tokens, {args.prompts} "
+        f"prompts, greedy (teacher-forced walk) and sampled at T=1 by the engine (seeds {args.seeds}); raw per-prompt "
+        "step data kept in each run"))
+    check_recomputes(doc)
+    write_results(args.out, doc)
+    log_line(f"wrote {args.out}")
+    return 0
+
+
 # ----------------------------------------------------------------------------------------------------- CLI
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m peagle_nb.training.family", description=__doc__.split("\n\n")[0])
@@ -404,6 +434,18 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("target", help="command A: train targets side by side, keep the best on validation")
     b = sub.add_parser("heads", help="command B: drafter data + EAGLE-3, P-EAGLE, P-EAGLE without Japanese")
     e = sub.add_parser("evaluate", help="one head on every prompt set, greedy and sampled (used by command B)")
+    m = sub.add_parser("shift", help="evaluate heads trained elsewhere and write the domain-shift results file")
+    m.add_argument("--heads", nargs="+", required=True, metavar="NAME=DIR",
+                   help="e.g. eagle3=data/models/tiny-eagle3 peagle=... peagle-no-ja=... (a no-<set> pair: the gap)")
+    m.add_argument("--target", type=Path, default=paths.models_dir() / "tiny-target")
+    m.add_argument("--out", type=Path, default=paths.results_dir() / "domain_shift" / "domain_shift.json")
+    m.add_argument("--work", type=Path, default=Path("/tmp/peagle-shift"))
+    m.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    m.add_argument("--prompts", type=int, default=16)
+    m.add_argument("--k", type=int, default=7)
+    m.add_argument("--max-new-tokens", type=int, default=96)
+    m.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    m.add_argument("--deadline-s", type=float, default=3600.0, help="per head")
     for p in (a, b):
         p.add_argument("--out", type=Path, required=True, help="folder for the packed models, summary and log")
         p.add_argument("--work", type=Path, default=Path("/tmp/peagle-family"), help="scratch folder")
@@ -454,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
         return target_command(args)
     if args.command == "heads":
         return heads_command(args)
+    if args.command == "shift":
+        return merge_command(args)
     return evaluate_command(args)
 
 

@@ -66,7 +66,8 @@ def _continuations_section(s: dict) -> str:
     if not cont:
         return ""
     rows = "\n".join(f"| {name} | {r['prompts']} | {r['max_new_tokens']} | "
-                     f"{100 * r['greedy']['repetition_fraction']:.1f}% | {100 * r['sampled']['repetition_fraction']:.1f}% |"
+                     f"{100 * r['greedy']['repetition_fraction']:.1f}% | "
+                     f"{100 * r['sampled']['repetition_fraction']:.1f}% |"
                      for name, r in cont.items())
     ex = next(iter(cont.values()))["example"]
     return ("\n## Does it loop?\n\nShare of the target's own continuations of the held-out prompts inside a repeated "
@@ -87,11 +88,13 @@ def _facts_table(s: dict, chose_on: str) -> str:
                       f"`<\\|pad\\|>`, `<mask>` (reserved for P-EAGLE, never in training text)"),
         ("EAGLE-3 feature layers", f"{tuple(s['aux_layer_ids'])} (vLLM default `(2, L//2, L-3)`)"),
         ("context", f"trained on {c['seq_len']}-token windows; max positions {a['max_position_embeddings']}"),
-        ("training", f"{s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens ({s['tokens_seen'] / 1e6:.1f}M "
-                     f"tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, cosine to {c['min_lr_frac']:g}x, "
-                     f"weight decay {c['weight_decay']:g}, bf16 autocast on GPU, {s['train_seconds']:.0f} s"),
+        ("training", f"{s['steps_run']} steps x {c['batch_size']} x {c['seq_len']} tokens "
+                     f"({s['tokens_seen'] / 1e6:.1f}M tokens seen), AdamW lr {c['lr']:g}, warmup {c['warmup_steps']}, "
+                     f"cosine to {c['min_lr_frac']:g}x, weight decay {c['weight_decay']:g}, bf16 autocast on GPU, "
+                     f"{s['train_seconds']:.0f} s"),
         ("device", s["device"]),
-        ("checkpoint kept", f"step {s['best_step']} (lowest mean {chose_on} loss; later steps overfit the small corpus)"),
+        ("checkpoint kept",
+         f"step {s['best_step']} (lowest mean {chose_on} loss; later steps overfit the small corpus)"),
         ("versions", f"torch {s['versions']['torch']}, transformers {s['versions']['transformers']}"),
     ]
     return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)

@@ -52,7 +52,7 @@ def voila_url(tmp_path):
         msg = "voila is missing: install the notebooks extra (pip install -e '.[notebooks]'; `make install` does)"
         pytest.fail(msg) if os.geteuid() == 0 else pytest.skip(msg)
     port = _free_port()
-    log = open(tmp_path / "voila.log", "w")
+    log = open(tmp_path / "voila.log", "w")  # noqa: SIM115 -- the server's stdout while it runs; closed at teardown
     proc = subprocess.Popen(
         [sys.executable, "-m", "voila", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
          "--VoilaConfiguration.show_tracebacks=True", str(NOTEBOOK)],
@@ -99,7 +99,7 @@ def test_moving_the_k_slider_changes_the_plot(voila_url):
             try:
                 page.wait_for_selector(".widget-slider .noUi-handle", timeout=120_000)
                 page.wait_for_function(f"() => ({WIDGET_K_JS})().some(xs => xs.length > 0)", timeout=60_000)
-            except Exception:
+            except Exception:  # noqa: BLE001 -- any Playwright timeout or error: fail with the server's log
                 pytest.fail(f"the dashboard never rendered; voila log: {log_path.read_text()[-3000:]}")
             before = page.evaluate(WIDGET_K_JS)
             assert any(xs and set(xs) == {7} for xs in before), before  # K_SELECTED = 7

@@ -43,7 +43,6 @@ def test_step_stats_are_consistent(setup):
     for s in res.steps:
         assert s.num_drafts == 4 and 0 <= s.accepted <= 4 and s.new_tokens == s.accepted + 1
         assert s.draft_ms > 0 and s.verify_ms > 0
-        assert s.accepted_positions == [j < s.accepted for j in range(4)]
     rates = res.accept_rate_per_position()
     assert rates == sorted(rates, reverse=True)  # a prefix is accepted: rates never rise with position
     assert res.tau == pytest.approx(1 + sum(rates))

@@ -16,9 +16,9 @@ from tests.sagemaker.conftest import BUCKET, NOTHING, REFUSAL_MESSAGE, REGION, R
 
 pytest.importorskip("sagemaker.core.resources")
 
-from peagle_nb.sagemaker.deploy import (Deployment, DeploymentFailed, benchmark_runtime_client,  # noqa: E402
+from peagle_nb.sagemaker.deploy import (Deployment, DeploymentFailed, benchmark_runtime_client,
                                         cleanup_tagged, find_tagged)
-from peagle_nb.sagemaker.plan import PlanError, build_plan  # noqa: E402
+from peagle_nb.sagemaker.plan import PlanError, build_plan
 
 
 def _plan(**kw):

@@ -1,0 +1,133 @@
+"""The README's "What the suite measured" table, made from the results files in ``data/results/``.
+
+``python -m peagle_nb.results_table`` prints it; ``tests/test_results_table.py`` checks that the README holds
+exactly this table, so a re-recorded file cannot leave a stale number in the README. Each row names its file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from peagle_nb import paths
+
+SETS = ("prose", "code", "ja")
+
+
+def _load(name: str) -> dict | None:
+    path = paths.results_dir() / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _spread(s: dict, fmt: str = "{:.2f}") -> str:
+    """``median [min-max]``."""
+    return f"{fmt.format(s['median'])} [{fmt.format(s['min'])}-{fmt.format(s['max'])}]"
+
+
+def _sets(summary: dict, key: str, fmt) -> str:
+    return " / ".join(fmt(summary[s][key]) if s in summary and key in summary[s] else "-" for s in SETS)
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    """(measurement, P-EAGLE, EAGLE-3, source) rows, from whichever results files exist."""
+    out = []
+    sampled, cpu, h200 = _load("engine_cpu_sampled.json"), _load("engine_cpu.json"), _load("engine_h200.json")
+    f2 = "{:.2f}".format
+    if sampled:
+        s = sampled["summary"]
+        out.append(("acceptance length τ at K=7, sampled at T=1 (3 seeds: median [min-max]), held-out prose / code / "
+                     "Japanese", _sets(s, "peagle.k7.tau_spread", _spread), _sets(s, "eagle3.k7.tau_spread", _spread),
+                     "`engine_cpu_sampled.json`"))
+    if cpu:
+        s = cpu["summary"]
+        rep = _sets(s, "peagle.k7.repetition_fraction", lambda v: f"{100 * v:.0f}%")
+        out.append((f"τ at K=7, greedy (share of generated tokens inside a repeated 8-gram: {rep}), same sets",
+                    _sets(s, "peagle.k7.tau", f2), _sets(s, "eagle3.k7.tau", f2), "`engine_cpu.json`"))
+    vllm = _load("vllm_cpu.json")
+    if vllm:
+        greedy = [r for r in vllm["runs"] if r.get("measures") == "acceptance" and r.get("temperature", 0) == 0
+                  and "tau_engine" in r]
+        sampled_runs = [r for r in vllm["runs"] if r.get("measures") == "acceptance" and r.get("temperature", 0) > 0
+                        and "tau_agrees" in r]
+        if greedy or sampled_runs:
+            same = sum(abs(r["tau"] - r["tau_engine"]) < 1e-9 for r in greedy)
+            agree = sum(r["tau_agrees"] for r in sampled_runs)
+            out.append(("real vLLM (CPU build) on the same prompts: greedy τ equal to the suite engine's / sampled τ "
+                        "within 3 standard errors", f"{same} of {len(greedy)} runs / {agree} of {len(sampled_runs)}",
+                        "(both heads)", "`vllm_cpu.json`"))
+    out.append(("drafter passes per step in vLLM (forward hooks)", "1", "K", "notebook 05"))
+    if h200:
+        e = h200["engines"]
+        floor = h200["target_step_floor_ms"]
+        plain = [r for r in h200["runs"] if r["method"] == "none"]
+        wall = sorted(r["step_ms"] for r in plain)[len(plain) // 2]
+        out.append(("H200, batch 1, plain decoding: lean engine tokens/s (median of repeats) vs the transformers "
+                    "reference; one step's CUDA graphs (device) vs the step's wall time",
+                    f"{e['lean_tokens_per_s']['median']:.0f} vs {e['reference_tokens_per_s']['median']:.0f} tok/s "
+                    f"({e['lean_over_reference']['median']:.1f}x); {floor:.3f} vs {wall:.3f} ms", "",
+                    "`engine_h200.json`"))
+        ph = {(p["method"], p["k"]): p for p in h200["phases"]}
+        ks = sorted(k for m, k in ph if m == "peagle")
+        kmax = max(ks)
+        out.append((f"H200 drafting time K={kmax} vs K=1 (graph device time)",
+                     f"{ph[('peagle', kmax)]['draft_ms'] / ph[('peagle', 1)]['draft_ms']:.2f}x",
+                     f"{ph[('eagle3', kmax)]['draft_ms'] / ph[('eagle3', 1)]['draft_ms']:.2f}x", "`engine_h200.json`"))
+        s = h200["summary"]
+        two = tuple(p for p in ("prose", "code") if p in s)
+        out.append(("H200 speedup over plain decoding at each method's best K, prose / code (3 sweeps: median "
+                    "[min-max])", " / ".join(_spread(s[p]["peagle.speedup_vs_none_at_best_k"]) for p in two),
+                    " / ".join(_spread(s[p]["eagle3.speedup_vs_none_at_best_k"]) for p in two), "`engine_h200.json`"))
+        out.append(("H200 P-EAGLE / EAGLE-3 tokens/s, each at its best K, prose / code",
+                    " / ".join(f"{_spread(s[p]['peagle_over_eagle3_at_best_k'])} ({s[p]['peagle_over_eagle3_verdict']})"
+                               for p in two), "", "`engine_h200.json`"))
+        bc = {(r["k"], r["builder"]): r for r in h200["builder_comparison"]}
+        k = max(kk for kk, _ in bc)
+        out.append((f"H200 share of a P-EAGLE step (K={k}) spent building the drafter's batch: fused kernel vs "
+                    "eager PyTorch ops", f"{100 * bc[(k, 'fused')]['build_share']:.1f}% vs "
+                    f"{100 * bc[(k, 'eager')]['build_share']:.1f}%", "", "`engine_h200.json`"))
+    if cpu:
+        s = cpu["summary"]
+        out.append(("2-core CPU speedup over plain decoding at each method's best K, prose / code / Japanese",
+                    _sets(s, "peagle.speedup_vs_none_at_best_k", _spread),
+                    _sets(s, "eagle3.speedup_vs_none_at_best_k", _spread), "`engine_cpu.json`"))
+        e = cpu["engines"]
+        out.append(("2-core CPU plain decoding: lean engine vs the transformers reference (side by side)",
+                    f"{e['lean_over_reference']['median']:.2f}x", "", "`engine_cpu.json`"))
+    shift = _load("domain_shift/domain_shift.json")
+    if shift:
+        for pair, d in (shift["summary"].get("domain_shift") or {}).items():
+            g, t = d.get("greedy"), d.get("sampled")
+            with_, without = pair.split(" vs ")
+            cells = []
+            if t:
+                cells.append(f"sampled {t['with']:.2f} vs {t['without']:.2f}")
+            if g:
+                cells.append(f"greedy {g['with']:.2f} vs {g['without']:.2f}")
+            out.append((f"domain shift on {d['prompt_set']} prompts: τ of the P-EAGLE head trained with that domain "
+                        f"({with_}) vs without it ({without}), same data otherwise and same budget",
+                        "; ".join(cells), "", "`domain_shift/domain_shift.json`"))
+    pub = _load("published.json")
+    if pub:
+        acc = {(r["method"], r["k"], r["prompt_set"]): r["tau"] for r in pub["runs"]
+               if r.get("kind") == "acceptance" and r.get("target") == "openai/gpt-oss-20b"}
+        sets = sorted({ps for _, _, ps in acc})
+        for k in (3, 7):
+            if all((m, k, ps) in acc for m in ("peagle", "eagle3") for ps in sets):
+                out.append((f"published: GPT-OSS-20B heads' acceptance length at K={k}, {' / '.join(sets)} (vLLM/AWS "
+                            "blog)", " / ".join(f"{acc[('peagle', k, ps)]:.2f}" for ps in sets),
+                            " / ".join(f"{acc[('eagle3', k, ps)]:.2f}" for ps in sets), "`published.json`"))
+        ratios = [r["speedup_over_eagle3"] for r in pub["runs"] if r.get("kind") == "speedup_over_eagle3"]
+        if ratios:
+            out.append((f"published: P-EAGLE / EAGLE-3 throughput, GPT-OSS-20B on one B200, each at its best K, "
+                        f"{len(ratios)} points (3 workloads x concurrency 1-64)",
+                        f"{min(ratios):.2f}-{max(ratios):.2f}x", "", "`published.json`"))
+    return out
+
+
+def markdown() -> str:
+    lines = ["| measurement | P-EAGLE | EAGLE-3 | source |", "|---|---|---|---|"]
+    lines += [f"| {m} | {p} | {e} | {s} |" for m, p, e, s in rows()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

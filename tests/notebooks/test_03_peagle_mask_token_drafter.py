@@ -115,9 +115,13 @@ def test_cost_vs_k_and_timelines_from_phases(rec):
 
 
 def test_best_k_from_every_recorded_sweep(rec):
-    for tag in RESULTS:  # every engine results file is committed in data/results/: all are shown
+    for tag in RESULTS:  # every engine results file in data/results/ is shown; a missing one is a named skip
+        path = paths.results_dir() / f"{tag}.json"
+        if not path.is_file():
+            assert "not found" in rec[f"skipped.results_{tag}"]
+            continue
         assert f"skipped.results_{tag}" not in rec
-        summary = json.loads((paths.results_dir() / f"{tag}.json").read_text())["summary"]
+        summary = json.loads(path.read_text())["summary"]
         for name in ("prose", "code"):
             s = summary[name]
             ratio = rec[f"{tag}.{name}.peagle_over_eagle3"]

@@ -42,7 +42,7 @@ def greedy_runs(target, head, prompts: Sequence[torch.Tensor], k: int, max_new_t
 
     device = next(target.parameters()).device
     out = []
-    for p, seq in zip(prompts, greedy_references(target, list(prompts), max_new_tokens, device)):
+    for p, seq in zip(prompts, greedy_references(target, list(prompts), max_new_tokens)):
         x = seq[None].to(device)
         res = target(input_ids=x, output_hidden_states=True)
         feats = target_features(res.hidden_states, head.aux_layer_ids).float()
@@ -53,11 +53,12 @@ def greedy_runs(target, head, prompts: Sequence[torch.Tensor], k: int, max_new_t
 
 
 def sampled_runs(target, tokenizer, head, method: str, prompts: Sequence[torch.Tensor], k: int,
-                 max_new_tokens: int, seed: int, temperature: float = 1.0) -> list[tuple]:
-    """``(prompt_ids, generated_ids, steps)`` per prompt, decoded by the engine at ``temperature``."""
-    from peagle_nb.engine import SpecDecoder
+                 max_new_tokens: int, seed: int, temperature: float = 1.0, engine: str = "reference") -> list[tuple]:
+    """``(prompt_ids, generated_ids, steps)`` per prompt, decoded by the engine at ``temperature`` (``engine``:
+    "reference" or "lean", which give the same tokens and steps for the same seeds)."""
+    from peagle_nb.engine.evaluate import make_decoder
 
-    dec = SpecDecoder(target, tokenizer, head, method, k)
+    dec = make_decoder(engine, target, tokenizer, head, method, k)
     out = []
     for i, p in enumerate(prompts):
         r = dec.generate(p.tolist(), max_new_tokens, temperature=temperature, seed=seed * SEED_STRIDE + i)
@@ -109,9 +110,10 @@ def run_record(head_name: str, method: str, prompt_set: str, mode: str, seed: in
 def evaluate_heads(target, tokenizer, heads: Mapping[str, tuple[str, object]],
                    prompt_sets: Mapping[str, Sequence[torch.Tensor]], k: int = 7, max_new_tokens: int = 96,
                    seeds: Sequence[int] = (0, 1, 2), greedy: bool = True, deadline: float | None = None,
-                   log=print) -> list[dict]:
+                   log=print, engine: str = "reference") -> list[dict]:
     """Run records for every head (``{name: (method, head)}``) x prompt set: one greedy record and one sampled
-    record per seed. Past ``deadline`` (``time.monotonic()``) no further configuration starts."""
+    record per seed (decoded by ``engine``, see :func:`sampled_runs`). Past ``deadline`` (``time.monotonic()``) no
+    further configuration starts."""
     records = []
     for head_name, (method, head) in heads.items():
         for set_name, prompts in prompt_sets.items():
@@ -122,7 +124,8 @@ def evaluate_heads(target, tokenizer, heads: Mapping[str, tuple[str, object]],
                     return records
                 t0 = time.monotonic()
                 runs = (greedy_runs(target, head, prompts, k, max_new_tokens) if mode == "greedy" else
-                        sampled_runs(target, tokenizer, head, method, prompts, k, max_new_tokens, seed))
+                        sampled_runs(target, tokenizer, head, method, prompts, k, max_new_tokens, seed,
+                                     engine=engine))
                 rec = run_record(head_name, method, set_name, mode, seed, k, max_new_tokens, runs)
                 rec["seconds"] = round(time.monotonic() - t0, 2)
                 records.append(rec)

@@ -28,7 +28,7 @@ def shipped():
 
 
 def test_greedy_walk_equals_the_literal_loop(shipped):
-    from peagle_nb.training.drafter_eval import naive_greedy_decode
+    from tests.naive_decoding import naive_greedy_decode
 
     target, _, head, prompts = shipped
     (prompt_ids, generated, steps), = greedy_runs(target, head, prompts, k=4, max_new_tokens=24)
@@ -46,6 +46,9 @@ def test_sampled_runs_come_from_the_engine_with_one_seed_per_prompt(shipped):
     assert 1 + sum(s.new_tokens for s in steps) >= len(gen)  # the prefill's token, then the steps'
     (_, again, _), = sampled_runs(target, tok, head, "peagle", prompts, k=3, max_new_tokens=12, seed=2)
     assert again == gen  # seeded: reproducible
+    (_, lean, lean_steps), = sampled_runs(target, tok, head, "peagle", prompts, k=3, max_new_tokens=12, seed=2,
+                                          engine="lean")
+    assert lean == gen and [s.accepted for s in lean_steps] == [s.accepted for s in steps]  # same tokens, same steps
 
 
 def _toy_runs(accepted_lists, body_repeats):

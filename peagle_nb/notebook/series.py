@@ -46,16 +46,21 @@ SERIES: tuple[NotebookSpec, ...] = (
                  (), 240, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding) and 30 timing "
                  "repeats per K instead of 5"),
     NotebookSpec("03", "peagle_mask_token_drafter",
-                 "P-EAGLE: <mask> token + shared mask_hidden, the K-slot input, one pass, the COD training mask, "
-                 "acceptance vs EAGLE-3, cost flat in K, ablation of the learned placeholders.",
-                 (), 300, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding, the ablation "
-                 "too) and 30 timing repeats per K instead of 5"),
+                 "P-EAGLE: <mask> token + shared mask_hidden, a real step's 2K-row drafter batch and ParallelDrafter, "
+                 "one pass, the COD training mask and a head trained in the notebook, acceptance vs EAGLE-3 on fresh "
+                 "and repeated text, cost vs K and step timelines from the lean engine's phases, ablation of the "
+                 "learned placeholders, each method at its best K with its spread.",
+                 (), 300, "16 prompts x 64 tokens per set instead of 2 x 24 (about 20x the decoding; the ablation and "
+                 "the fresh/repeated split grow alike), 30 timing repeats per K instead of 5, and a 200-step "
+                 "training run on 256 sequences instead of 15 steps on 16 (tens of minutes on a CPU)"),
     NotebookSpec("04", "triton_kernels_for_parallel_drafting",
                  "The drafter's batch metadata on the critical path; fused Triton kernels (greedy verification, "
                  "parallel-draft inputs with paged-KV slot mapping, hidden-state expansion) beside their PyTorch "
-                 "references; H200 time per call vs eager ops and the launch floor, bandwidth vs a copy.",
+                 "references; the builder's share of a real decoding step (fused vs eager); H200 time per call vs "
+                 "eager ops and the launch floor, bandwidth vs a copy.",
                  ("gpu",), 240, "20 random batches per kernel instead of 3 (slow under the Triton interpreter on a "
-                 "CPU) and, on a GPU, the live benchmark (about a minute)"),
+                 "CPU), 10 repeats of the step timings per builder instead of 5 and, on a GPU, the live benchmark "
+                 "(about a minute)"),
     NotebookSpec("05", "serve_peagle_in_vllm",
                  "Serve a P-EAGLE head in real vLLM: the head checkpoint, the speculative config field by field, "
                  "offline generation (lossless, one drafter pass per step), the OpenAI-compatible server, "

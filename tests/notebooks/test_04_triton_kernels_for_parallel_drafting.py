@@ -1,6 +1,12 @@
-"""Notebook 04 in smoke mode: kernels equal their references under the interpreter; recorded H200 figures."""
+"""Notebook 04 in smoke mode: kernels equal their references under the interpreter; the builder's share of a
+decoding step (recorded H200 and live); recorded H200 figures per call."""
+
+import json
 
 import pytest
+import torch
+
+from peagle_nb import paths
 
 NOTEBOOK = "04_triton_kernels_for_parallel_drafting.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "SEED": 0}
@@ -39,8 +45,25 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
     assert rec["gpu.hidden_expand.speedup_vs_eager"] > 1.5
     assert 2000 < rec["gpu.copy_gbs"] < 5000  # H200 HBM3e: 4.8 TB/s peak
     assert rec["gpu.n_runs"] > 200
-    import torch
-
+    # The host time of one call (batch 1, K=7): the fused launch still costs the host far more than the device
+    wall, dev = rec["gpu.draft_inputs.b1_k7.wall_us"], rec["gpu.draft_inputs.b1_k7.device_us"]
+    assert set(wall) == {"triton", "eager", "reference"} and set(dev) == {"triton", "eager"}
+    assert wall["triton"] > 10 * dev["triton"] and wall["eager"] > wall["triton"]
+    # The builder's share of a real P-EAGLE step, recorded on the H200 by the engine sweep (fused vs eager)
+    h200 = json.loads((paths.results_dir() / "engine_h200.json").read_text())["builder_comparison"]
+    for r in h200:
+        key = f"step_share.h200.{r['builder']}.k{r['k']}"
+        assert rec[f"{key}.build_ms"] == pytest.approx(r["build_ms"], abs=1e-5)
+        assert rec[f"{key}.build_share"] == pytest.approx(r["build_share"], abs=1e-4)
+    for k in (3, 7):
+        assert rec[f"step_share.h200.fused.k{k}.build_share"] < rec[f"step_share.h200.eager.k{k}.build_share"]
+    # ... and measured live on this machine with the lean engine, both builders at K = 3 and 7
+    for builder in ("fused", "eager"):
+        for k in (3, 7):
+            key = f"step_share.live.{builder}.k{k}"
+            assert 0.0 < rec[f"{key}.build_share"] < 1.0 and rec[f"{key}.build_ms"] > 0.0
+    assert rec["step_share.live.device"] == ("this CPU" if not torch.cuda.is_available() else
+                                             torch.cuda.get_device_name())
     if torch.cuda.is_available():  # the live benchmark ran on this GPU and recorded its figures
         assert "live_kernel_bench" not in result.skipped
         for key in ("live.launch_floor_us", "live.draft_inputs.max_over_floor_upto_256",

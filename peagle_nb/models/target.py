@@ -53,20 +53,18 @@ def load_target(path: str | Path | None = None, dtype: torch.dtype = torch.float
 
 
 def _check_weights_readable(path: Path) -> None:
-    """A truncated ``model.safetensors`` as a clear error, before transformers fails deep inside loading."""
+    """A truncated weights file (single or sharded) as a clear error, before transformers fails deep inside."""
     from safetensors import safe_open
 
-    weights = path / "model.safetensors"
-    if not weights.is_file():
-        return  # other weight layouts (sharded, .bin) are transformers' to read
-    try:
-        with safe_open(str(weights), framework="pt") as f:
-            list(f.keys())
-    except Exception as exc:  # noqa: BLE001 - safetensors' own error type differs between releases
-        raise ValueError(f"{weights} is not a readable safetensors file ({type(exc).__name__}: {exc}); it is "
-                         f"probably truncated or not fully downloaded. Fix: restore it (`git checkout -- {weights}`, "
-                         f"or `git lfs pull` if the clone holds LFS pointers), or retrain the target "
-                         f"(`peagle-nb train target`).") from None
+    for weights in sorted(path.glob("model*.safetensors")):
+        try:
+            with safe_open(str(weights), framework="pt") as f:
+                list(f.keys())
+        except Exception as exc:  # noqa: BLE001 - safetensors' own error type differs between releases
+            raise ValueError(f"{weights} is not a readable safetensors file ({type(exc).__name__}: {exc}); it is "
+                             f"probably truncated or not fully downloaded. Fix: restore it (`git checkout -- "
+                             f"{weights}`, or `git lfs pull` if the clone holds LFS pointers), or retrain the "
+                             f"target (`peagle-nb train target`).") from None
 
 
 def aux_layer_ids(num_layers: int) -> tuple[int, int, int]:

@@ -18,14 +18,22 @@ from peagle_nb.serving import _deps
 
 
 def make_llm(model: str, speculative_config: dict | None = None, *, in_process: bool = True, seed: int = 0,
-             max_model_len: int | None = None, dtype: str = "float32", **kwargs: Any):
+             max_model_len: int | None = None, dtype: str = "float32", fix_cpu_sampling: bool = True,
+             **kwargs: Any):
     """A ``vllm.LLM`` for ``model`` with an optional speculative config (stats logging on, so
-    ``llm.get_metrics()`` has the spec-decode counters)."""
+    ``llm.get_metrics()`` has the spec-decode counters). In-process, ``fix_cpu_sampling`` installs
+    :mod:`peagle_nb.serving.cpu_sampling_fix` where the CPU build needs it (False: vLLM as shipped)."""
+    from peagle_nb.serving import cpu_sampling_fix
+
     runtime_env.apply_defaults()
     if in_process:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         kwargs.setdefault("distributed_executor_backend", "uni")
         kwargs.setdefault("enforce_eager", True)
+        if fix_cpu_sampling:
+            cpu_sampling_fix.install()
+        else:
+            cpu_sampling_fix.uninstall()
     if max_model_len is not None:  # default: the model's max_position_embeddings
         kwargs["max_model_len"] = max_model_len
     vllm = _deps.vllm()

@@ -181,11 +181,14 @@ def compare_sampled(run: dict, engine_rec: dict, z: float = 3.0) -> dict:
 
 
 def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, Sequence[list[int]]], k: int,
-                    max_tokens: int, log=print, temperature: float = 0.0, seed: int = 0) -> list[dict]:
+                    max_tokens: int, log=print, temperature: float = 0.0, seed: int = 0,
+                    fix_cpu_sampling: bool = True) -> list[dict]:
     """Acceptance only: every prompt of each set submitted at once (concurrency = set size), ``max_tokens``
     each; tau and per-position rates from vLLM's counters. Greedy: ``lossless`` vs no speculation. Sampled
     (``temperature`` > 0, vLLM's per-request ``seed``): ``lossless`` is None (the distribution, not the tokens,
-    is what is kept; notebook 01 and the engine's tests check it)."""
+    is what is kept; notebook 01 and the engine's tests check it). ``fix_cpu_sampling=False`` measures vLLM's
+    CPU build as shipped (:mod:`peagle_nb.serving.cpu_sampling_fix`); each run records whether the fix was on."""
+    from peagle_nb.serving import cpu_sampling_fix
     from peagle_nb.serving.metrics import delta as _delta
 
     runs, reference = [], {}
@@ -194,7 +197,7 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
                 else speculative_config(heads[method], k, parallel_drafting=(method == "peagle")))
         if spec is not None:
             check_local_head(heads[method], target, k, method)
-        llm = offline.make_llm(target, spec)
+        llm = offline.make_llm(target, spec, fix_cpu_sampling=fix_cpu_sampling)
         try:
             for name, ids in prompt_sets.items():
                 before = offline.spec_metrics(llm)
@@ -207,6 +210,7 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
                 runs.append({"method": method, "k": k, "concurrency": len(ids), "n_prompts": len(ids),
                              "prompt_set": name, "max_tokens": max_tokens, "temperature": temperature,
                              "seed": seed, "draft_sample_method": "greedy", "tau": d["tau"],
+                             "cpu_sampling_fix": cpu_sampling_fix.active(),
                              "accept_rate_per_position": d["accept_rate_per_position"],
                              "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],
                              "num_accepted_tokens": d["num_accepted_tokens"],
@@ -286,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--acceptance-sets", default="prose,code,ja", help="held-out prompt sets of the acceptance runs")
     p.add_argument("--sampled-seeds", default="0,1,2",
                    help="acceptance runs at temperature 1 (one per seed; '' to skip), compared with the engine")
+    p.add_argument("--as-shipped-seeds", default="0",
+                   help="sampled acceptance runs with vLLM's CPU build as shipped, without peagle_nb.serving."
+                        "cpu_sampling_fix ('' to skip): what the fix changes, measured")
     p.add_argument("--no-engine-compare", action="store_true", help="skip tau of the suite's own engine")
     p.add_argument("--repeats", type=int, default=3, help="runs per level; the fastest is kept (shared CPUs)")
     p.add_argument("--out", default=str(paths.results_dir() / "vllm_cpu.json"))
@@ -315,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         for seed in [int(s) for s in a.sampled_seeds.split(",") if s.strip()]:
             acc += acceptance_runs(a.target, heads, sets, a.acceptance_k, a.acceptance_tokens, temperature=1.0,
                                    seed=seed)
+        for seed in [int(s) for s in a.as_shipped_seeds.split(",") if s.strip()]:
+            acc += acceptance_runs(a.target, heads, sets, a.acceptance_k, a.acceptance_tokens, temperature=1.0,
+                                   seed=seed, fix_cpu_sampling=False)
         if not a.no_engine_compare:
             compare_acceptance_with_engine(acc, a.target, heads, sets)
         runs += acc

@@ -1,0 +1,64 @@
+"""vLLM's CPU build at temperature > 0: its expand kernel leaves the float buffer unwritten (the bug
+peagle_nb.serving.cpu_sampling_fix works around), the plain-PyTorch expand has vLLM's semantics, and with the fix a
+sampled run at a temperature near 0 accepts about as much as greedy (as shipped it accepts almost nothing)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from peagle_nb.serving import cpu_sampling_fix
+
+pytestmark = [pytest.mark.vllm]
+
+
+def test_expand_repeats_each_requests_value_for_its_tokens():
+    x = torch.tensor([0.0, 0.7, 1.5])
+    got = cpu_sampling_fix.expand_batch_to_tokens(x, torch.tensor([2, 5, 6], dtype=torch.int32), 6,
+                                                  replace_from=0, replace_to=1)
+    assert got.dtype == x.dtype and got.tolist() == pytest.approx([1.0, 1.0, 0.7, 0.7, 0.7, 1.5])
+    ints = cpu_sampling_fix.expand_batch_to_tokens(torch.tensor([3, -1]), torch.tensor([1, 3]), 3)
+    assert ints.tolist() == [3, -1, -1]
+    with pytest.raises(ValueError, match="expected 4"):
+        cpu_sampling_fix.expand_batch_to_tokens(x, torch.tensor([2, 5, 6]), 4)
+
+
+def test_the_probe_finds_the_cpu_kernel_broken_and_install_is_reversible():
+    from vllm.v1.sample import rejection_sampler
+
+    original = rejection_sampler.expand_batch_to_tokens
+    if not cpu_sampling_fix.vllm_cpu_expand_is_broken():  # a vLLM release that fixed it: nothing is patched
+        assert cpu_sampling_fix.install() is False and not cpu_sampling_fix.active()
+        return
+    x, cu = torch.tensor([0.5, 2.0]), torch.tensor([1, 3])
+    try:
+        assert cpu_sampling_fix.install() is True and cpu_sampling_fix.active()
+        assert torch.equal(rejection_sampler.expand_batch_to_tokens(x, cu, 3), torch.tensor([0.5, 2.0, 2.0]))
+    finally:
+        cpu_sampling_fix.uninstall()
+    assert rejection_sampler.expand_batch_to_tokens is original and not cpu_sampling_fix.active()
+
+
+@pytest.mark.slow
+def test_sampled_acceptance_near_temperature_zero_matches_greedy_only_with_the_fix(tiny_models, prompt_ids):
+    from peagle_nb.serving import sweep
+
+    if not tiny_models.trained:
+        pytest.skip("needs the trained heads: random heads get nothing accepted either way")
+    heads = {"eagle3": str(tiny_models.eagle3)}
+    sets = {"prose": prompt_ids}
+    greedy = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None)[0]
+    fixed = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None,
+                                  temperature=0.01, seed=0)[0]
+    try:
+        shipped = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None,
+                                        temperature=0.01, seed=0, fix_cpu_sampling=False)[0]
+    finally:
+        cpu_sampling_fix.install()
+    assert fixed["cpu_sampling_fix"] is True
+    # at T=0.01 the target's distribution is nearly one-hot: sampled acceptance is about greedy acceptance
+    # (not equal: near-ties are sampled, so the continuations part ways; a few short prompts are noisy)
+    assert fixed["tau"] - 1 > 0.7 * (greedy["tau"] - 1), (fixed["tau"], greedy["tau"])
+    if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: most drafts rejected (measured ~0.1 of greedy)
+        assert shipped["cpu_sampling_fix"] is False
+        assert shipped["tau"] - 1 < 0.35 * (greedy["tau"] - 1), (shipped["tau"], greedy["tau"])

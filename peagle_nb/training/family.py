@@ -333,9 +333,12 @@ def annotate_heads(folder: Path, names: list[str], args: argparse.Namespace, ste
 def head_summary(folder: Path) -> dict:
     log = json.loads((folder / "training_log.json").read_text(encoding="utf-8"))
     acc = log.get("acceptance", {})
+    manifest = folder / "checksums.json"  # names the exact weights measured, also when they are not shipped
+    files = json.loads(manifest.read_text(encoding="utf-8"))["files"] if manifest.is_file() else {}
     return {"kind": log["kind"], "steps_run": log["steps_run"], "train_seconds": log["train_seconds"],
             "excluded_domains": log["data"].get("excluded_domains", []),
-            "greedy_tau_k7": {name: res["7"]["tau"] for name, res in acc.items() if "7" in res}}
+            "greedy_tau_k7": {name: res["7"]["tau"] for name, res in acc.items() if "7" in res},
+            "weights_sha256": {n: f["sha256"] for n, f in files.items() if n.endswith(".safetensors")}}
 
 
 def measure_domain_shift(folder: Path, target: Path, names: list[str], args: argparse.Namespace, clock: Clock,

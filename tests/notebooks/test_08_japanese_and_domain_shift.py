@@ -77,7 +77,8 @@ def test_recorded_gpu_pair_is_read_when_present(rec):
     if recorded.is_file():  # the committed GPU measurement: read, recomputed from its raw runs, recorded
         assert "skipped.domain_shift_recorded" not in rec
         assert rec["recorded.peagle.ja.sampled.tau_mean"] >= 1.0
-        assert "recorded.shift.ja.sampled_tau_lost" in rec
+        # the head that never saw Japanese loses most of its acceptance there (measured: 1.97 -> 1.15 sampled)
+        assert rec["recorded.shift.ja.sampled_tau_lost"] > 0.3
     else:
         assert "domain_shift.json" in rec["skipped.domain_shift_recorded"]
 

@@ -18,6 +18,14 @@ def _load(name: str) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+def sampled_pooled_gaps(runs: list[dict]) -> dict[tuple[str, str], float]:
+    """(method, prompt set) -> relative gap of vLLM's mean sampled tau over seeds to the engine's mean."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["method"], r["prompt_set"]), []).append(r)
+    return {key: sum(r["tau"] for r in rs) / sum(r["tau_engine"] for r in rs) - 1 for key, rs in groups.items()}
+
+
 def _spread(s: dict, fmt: str = "{:.2f}") -> str:
     """``median [min-max]``."""
     return f"{fmt.format(s['median'])} [{fmt.format(s['min'])}-{fmt.format(s['max'])}]"
@@ -53,10 +61,13 @@ def rows() -> list[tuple[str, str, str, str]]:
         if greedy or sampled_runs:
             same = sum(abs(r["tau"] - r["tau_engine"]) < 1e-9 for r in greedy)
             agree = sum(r["tau_agrees"] for r in sampled_runs)
+            pooled = sampled_pooled_gaps(sampled_runs)
+            worst = max((abs(g) for g in pooled.values()), default=0.0)
             out.append(("real vLLM (CPU build) on the same prompts: greedy τ equal to the suite engine's / sampled τ "
-                        "at T=1 within 3 standard errors (with `cpu_sampling_fix`)",
-                        f"{same} of {len(greedy)} runs / {agree} of {len(sampled_runs)}", "(both heads)",
-                        "`vllm_cpu.json`"))
+                        "at T=1 within 3 step-level standard errors (with `cpu_sampling_fix`) / largest gap of the "
+                        "3-seed means per head and set",
+                        f"{same} of {len(greedy)} runs / {agree} of {len(sampled_runs)} / {100 * worst:.1f}%",
+                        "(both heads)", "`vllm_cpu.json`"))
         if shipped:
             lo, hi = min(r["tau"] for r in shipped), max(r["tau"] for r in shipped)
             elo, ehi = min(r["tau_engine"] for r in shipped), max(r["tau_engine"] for r in shipped)

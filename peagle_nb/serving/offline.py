@@ -51,12 +51,20 @@ def close_llm(llm) -> None:
     gc.collect()
 
 
+def request_seed(seed: int, index: int) -> int:
+    """The seed of request ``index`` in a run seeded with ``seed`` (distinct for up to 1000 requests a run)."""
+    return seed * 1000 + index
+
+
 def generate_ids(llm, prompt_ids: list[list[int]], max_tokens: int, temperature: float = 0.0,
                  seed: int = 0) -> list[list[int]]:
-    """Generate from token ids (no re-tokenisation, so the suite's engine sees exactly the same input)."""
+    """Generate from token ids (no re-tokenisation, so the suite's engine sees exactly the same input).
+    Request i is seeded with :func:`request_seed` ``(seed, i)``: one seed shared by every request would give
+    them all the same stream of uniform draws, so their acceptance would not be independent samples."""
     vllm = _deps.vllm()
-    sp = vllm.SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=True)
-    outs = llm.generate([{"prompt_token_ids": list(p)} for p in prompt_ids], sp, use_tqdm=False)
+    sps = [vllm.SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=request_seed(seed, i),
+                               ignore_eos=True) for i in range(len(prompt_ids))]
+    outs = llm.generate([{"prompt_token_ids": list(p)} for p in prompt_ids], sps, use_tqdm=False)
     return [list(o.outputs[0].token_ids) for o in outs]
 
 

@@ -209,7 +209,8 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
                 # vLLM's counters are kept beside the rates made of them (tests/test_provenance.py recomputes)
                 runs.append({"method": method, "k": k, "concurrency": len(ids), "n_prompts": len(ids),
                              "prompt_set": name, "max_tokens": max_tokens, "temperature": temperature,
-                             "seed": seed, "draft_sample_method": "greedy", "tau": d["tau"],
+                             "seed": seed, "request_seeds": "seed * 1000 + request index",
+                             "draft_sample_method": "greedy", "tau": d["tau"],
                              "cpu_sampling_fix": cpu_sampling_fix.active(),
                              "accept_rate_per_position": d["accept_rate_per_position"],
                              "num_drafts": d["num_drafts"], "num_draft_tokens": d["num_draft_tokens"],

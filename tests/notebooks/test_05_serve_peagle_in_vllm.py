@@ -33,6 +33,15 @@ def test_notebook_05_serves_peagle_in_vllm(run_notebook):
         rates = rec[f"offline.{method}.accept_rate_per_position"]
         assert len(rates) == rec[f"offline.{method}.k"] and rates[0] > 0.3
         assert rec[f"offline.{method}.tau_from_positions"] == pytest.approx(rec[f"offline.{method}.tau"], abs=1e-3)
+    # sampled: near T=0 acceptance is about greedy acceptance once the CPU build's sampler is fixed; as shipped
+    # (kernel broken) it accepts a small fraction of that; at T=1 vLLM and the engine agree in distribution
+    greedy = rec["sampling_fix.shipped.t0.tau"]
+    assert rec["sampling_fix.fixed.t0.tau"] == greedy  # greedy requests never take the broken path
+    assert rec["sampling_fix.fixed.t0.01.tau"] - 1 > 0.7 * (greedy - 1)
+    if rec["sampling_fix.kernel_broken"]:
+        assert rec["sampling_fix.shipped.t0.01.tau"] - 1 < 0.35 * (greedy - 1)
+    assert rec["sampling_fix.engine.t1.steps"] > 50
+    assert rec["sampling_fix.fixed.t1.tau"] == pytest.approx(rec["sampling_fix.engine.t1.tau"], abs=0.25)
     # without "method", vLLM guesses the drafter from the head's name: wrong for the public P-EAGLE heads
     inferred = rec["vllm.method_inferred"]
     assert inferred["tiny-peagle | method left out"] == "draft_model"

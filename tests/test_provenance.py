@@ -28,6 +28,9 @@ RECORDED_BEFORE = {
     ("kernels_h200.json", "repeat"): "its 'repeat' keeps only headline figures (written before --repeat-into kept "
                                      "the repeat's runs); re-record on the H200 with `peagle-nb kernels-bench` then "
                                      "`peagle-nb kernels-bench --repeat-into data/results/kernels_h200.json`",
+    ("vllm_cpu.json", "raw"): "its concurrency-1 runs kept the wall time of the pass that counted forward passes in "
+                              "wall_s_repeats instead of the timed repeats' (fixed in sweep.measure_config after "
+                              "the recording); re-record with `python -m peagle_nb.serving.sweep`",
 }
 
 
@@ -117,7 +120,6 @@ def _vllm_run_consistent(run: dict) -> None:
         assert close(run["tokens_per_s"], run["output_tokens"] / run["wall_s"]), run
         assert close(run["request_throughput"], run["n_prompts"] / run["wall_s"]), run
         assert close(run["tokens_per_cpu_s"], run["output_tokens"] / run["cpu_s"]), run
-        assert run["wall_s"] == min(run["wall_s_repeats"]) and len(run["wall_s_repeats"]) == run["repeats"], run
         assert close(run["ttft_ms"], statistics.fmean(run["ttft_ms_requests"])), run
         assert close(run["tpot_ms"], statistics.fmean(run["tpot_ms_requests"])), run
     if run.get("drafter_passes_per_step") is not None and run["target_passes"]:
@@ -152,14 +154,23 @@ def test_vllm_runs_recompute_from_their_counters_and_timings():
     for run in doc["runs"]:  # what every file holds: tau from the per-position rates
         if run["method"] != "none":
             assert close(run["tau"], 1 + sum(run["accept_rate_per_position"])), run
-    recorded_before("vllm_cpu.json", "raw", lambda: [_vllm_run_consistent(run) for run in doc["runs"]])
+    for run in doc["runs"]:
+        _vllm_run_consistent(run)
+
+    def fastest_repeat_kept():
+        for run in doc["runs"]:
+            if "wall_s" in run:
+                assert run["wall_s"] == min(run["wall_s_repeats"]), run
+                assert len(run["wall_s_repeats"]) == run["repeats"], run
+
+    recorded_before("vllm_cpu.json", "raw", fastest_repeat_kept)
 
 
 # -------------------------------------------------------------------------------------- torch.compile
 def test_compile_check_figures_recompute_from_their_steps():
     import statistics as st
 
-    doc = load("engine_cpu_compile.json")
+    doc = load("torch_compile_cpu.json")
     (run,) = doc["runs"]
     for name in ("eager", "compiled_static", "compiled_dynamic"):
         v = run[name]

@@ -100,7 +100,7 @@ def measure_config(target: str, method: str, head: str | None, k: int, prompt_id
                     run, outs = run_level(llm, prompt_ids, c, max_tokens)
                 if repeats > 1:  # timings without the hooks, best of `repeats`
                     timed, _ = run_level(llm, prompt_ids, c, max_tokens, repeats)
-                    run.update({k: timed[k] for k in (*_TIMING_KEYS, "repeats")})
+                    run.update({k: timed[k] for k in (*_TIMING_KEYS, "repeats", "wall_s_repeats")})
                 run["target_passes"], run["drafter_passes"] = passes["target"], passes["drafter"]
                 run["drafter_passes_per_step"] = passes["drafter"] / passes["target"] if passes["target"] else None
                 run["drafter_inputs_example"] = passes["drafter_inputs"][:3]  # not flat: dropped before saving

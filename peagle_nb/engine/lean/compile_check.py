@@ -6,7 +6,7 @@ first compiled call's time (tracing and code generation) is reported apart from 
 CPU the PyTorch path reads the attention extent on the host once per forward (no graph), so a compiled
 forward breaks its graph there and specialises on the cache length: a new length, a new compilation.
 
-``python -m peagle_nb.engine.lean.compile_check --out data/results/engine_cpu_compile.json``
+``python -m peagle_nb.engine.lean.compile_check --out data/results/torch_compile_cpu.json``
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ def measure(target, steps: int = 24, start: int = 64, threads: int | None = None
         raise ValueError(f"passes must be >= 2 (pass 1 compiles), got {passes}")
     if threads:
         torch.set_num_threads(threads)
+    import torch._inductor.config as inductor_config
+
+    inductor_config.force_disable_caches = True  # a cold compile, what a first run pays (no on-disk cache hits)
     lean = LeanTarget(target)
     out = {}
     for name, dynamic in VARIANTS.items():

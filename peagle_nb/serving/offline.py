@@ -17,6 +17,9 @@ from peagle_nb import runtime_env
 from peagle_nb.serving import _deps
 
 
+_SET_NUM_THREADS = None  # torch's own set_num_threads, saved before the first engine starts
+
+
 def make_llm(model: str, speculative_config: dict | None = None, *, in_process: bool = True, seed: int = 0,
              max_model_len: int | None = None, dtype: str = "float32", fix_cpu_sampling: bool = True,
              **kwargs: Any):
@@ -36,7 +39,14 @@ def make_llm(model: str, speculative_config: dict | None = None, *, in_process: 
             cpu_sampling_fix.uninstall()
     if max_model_len is not None:  # default: the model's max_position_embeddings
         kwargs["max_model_len"] = max_model_len
+    import torch
+
+    global _SET_NUM_THREADS
+    if _SET_NUM_THREADS is None:
+        _SET_NUM_THREADS = torch.set_num_threads
     vllm = _deps.vllm()
+    # an in-process CPU worker replaces torch.set_num_threads by a no-op for the whole process; close_llm puts
+    # torch's own back, so the suite's engine can choose its threads again after vLLM is gone
     return vllm.LLM(model=model, speculative_config=speculative_config, seed=seed, dtype=dtype,
                     disable_log_stats=False, **kwargs)
 
@@ -49,6 +59,10 @@ def close_llm(llm) -> None:
         pass
     del llm
     gc.collect()
+    if _SET_NUM_THREADS is not None:
+        import torch
+
+        torch.set_num_threads = _SET_NUM_THREADS
 
 
 def request_seed(seed: int, index: int) -> int:

@@ -6,7 +6,7 @@ which fills a new float32 buffer through the ``expand_kernel``. The CPU build re
 C++ one behind a wrapper that converts every argument to int64 first, so the kernel writes into an int64 copy
 and the float32 buffer keeps whatever memory it was allocated with (temperatures are also truncated to integers).
 The target's logits are then divided by garbage: most rows become NaN, every comparison with a NaN probability
-rejects, and sampled runs accept almost nothing (tau ~1.05 at K=7 where greedy gives 2.7-3.3, and ~1.1 even at
+rejects, and sampled runs accept almost nothing (tau ~1.05 at K=7 where greedy gives 2.3-3.3, and ~1.1 even at
 temperature 0.01). Greedy requests never take that path, so greedy acceptance is unaffected.
 
 The fix replaces ``expand_batch_to_tokens`` in vLLM's rejection-sampler module with the same operation in plain

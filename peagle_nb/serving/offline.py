@@ -75,6 +75,9 @@ def generate_ids(llm, prompt_ids: list[list[int]], max_tokens: int, temperature:
     """Generate from token ids (no re-tokenisation, so the suite's engine sees exactly the same input).
     Request i is seeded with :func:`request_seed` ``(seed, i)``: one seed shared by every request would give
     them all the same stream of uniform draws, so their acceptance would not be independent samples."""
+    if len(prompt_ids) >= 1000:  # request_seed would repeat the next run's seeds
+        raise ValueError(f"{len(prompt_ids)} prompts in one call: at most 999 (request seeds are seed*1000 + i); "
+                         "split the prompts into several calls")
     vllm = _deps.vllm()
     sps = [vllm.SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=request_seed(seed, i),
                                ignore_eos=True) for i in range(len(prompt_ids))]

@@ -67,3 +67,12 @@ def test_sampled_acceptance_near_temperature_zero_matches_greedy_only_with_the_f
     if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: most drafts rejected (measured ~0.1 of greedy)
         assert shipped["cpu_sampling_fix"] is False
         assert shipped["tau"] - 1 < 0.35 * (greedy["tau"] - 1), (shipped["tau"], greedy["tau"])
+
+
+def test_each_request_gets_its_own_seed_and_too_many_prompts_are_refused():
+    from peagle_nb.serving import offline
+
+    seeds = [offline.request_seed(s, i) for s in (0, 1) for i in range(999)]
+    assert len(set(seeds)) == len(seeds)  # distinct within a run and across runs
+    with pytest.raises(ValueError, match="at most 999"):
+        offline.generate_ids(None, [[1]] * 1000, max_tokens=1)

@@ -200,7 +200,9 @@ def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Mapping], method
     - ``step_wall``: the same with the sweep's wall time per step (host work between and around the phases);
     - ``decode``: decoding tokens/s over plain decoding's (the steps of real generations, no prefill);
     - ``end_to_end``: tokens/s over plain decoding's, prefill included (what the sweep's best K is chosen on);
-    - ``prefill_ms`` and ``plain_prefill_ms``: one prompt's prefill (the drafter's included)."""
+    - ``prefill_ms`` and ``plain_prefill_ms``: one prompt's prefill (the drafter's included);
+    - ``tau_for_2x``: the tau a step of these phases needs to decode twice as fast as plain decoding;
+      ``ceiling``: the phases' speedup if every draft were accepted (K+1 tokens per step)."""
     tau = tau_at(runs, method, k, prompt_set)
     if tau is None:
         raise ValueError(f"no {method} K={k} runs on {prompt_set!r} in this sweep")
@@ -211,6 +213,7 @@ def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Mapping], method
     pairs = [(v["none"][0], v[method][0]) for v in by.values() if v["none"] and v[method]]
     med = lambda f: statistics.median(f(b, r) for b, r in pairs)  # noqa: E731
     return {"tau": tau, "phases": tau * step_ms(plain) / step_ms(row),
+            "tau_for_2x": 2 * step_ms(row) / step_ms(plain), "ceiling": (k + 1) * step_ms(plain) / step_ms(row),
             "step_wall": med(lambda b, r: r["tau"] * b["step_ms"] / r["step_ms"]),
             "decode": med(lambda b, r: r["decode_tokens_per_s"] / b["decode_tokens_per_s"]),
             "end_to_end": med(lambda b, r: r["tokens_per_s"] / b["tokens_per_s"]),

@@ -3,6 +3,8 @@
 import math
 import random
 
+import pytest
+
 from peagle_nb.serving.sweep import compare_sampled, tau_standard_error
 
 
@@ -31,3 +33,25 @@ def test_same_distribution_agrees_and_a_shifted_one_does_not():
     shifted = draw(0.6, 600)
     other = compare_sampled(run, {"tau": 1 + sum(shifted) / 600, "accepted_per_step": shifted})
     assert other["tau_agrees"] is False  # 0.4 vs 0.6 per draft: ~1.4 tokens per step apart, far past 3 SE
+
+
+def test_prompt_level_error_widens_when_prompts_differ_and_matches_steps_when_they_do_not():
+    """Steps of one prompt share its text: when prompts differ in how easy they are, the prompt-level standard
+    error is larger than the step-level one, and the tolerance follows it."""
+    from peagle_nb.serving.sweep import prompt_level_standard_error
+
+    rng = random.Random(2)
+    draw = lambda p, n: [sum(rng.random() < p for _ in range(7)) for _ in range(n)]  # noqa: E731
+    easy_hard = draw(0.7, 50) + draw(0.2, 50) + draw(0.7, 50) + draw(0.2, 50)  # 4 prompts, 2 easy, 2 hard
+    alike = draw(0.45, 200)
+    n = 200
+    step_se = lambda a: (sum((x - sum(a) / n) ** 2 for x in a) / (n - 1)) ** 0.5 / n ** 0.5  # noqa: E731
+    assert prompt_level_standard_error(easy_hard, [50] * 4) > 1.5 * step_se(easy_hard)
+    assert 0.3 < prompt_level_standard_error(alike, [50] * 4) / step_se(alike) < 2.0  # 4 clusters: a rough estimate
+    run = {"tau": 1 + sum(easy_hard) / n, "accepted_per_position": counters(easy_hard, 7), "num_drafts": n}
+    res = compare_sampled(run, {"tau": 1 + sum(easy_hard) / n, "accepted_per_step": easy_hard,
+                                "steps_per_prompt": [50] * 4})
+    assert res["standard_error"] == "prompt-level" and res["design_factor"] > 1.5
+    assert res["tau_se_vllm"] == res["tau_se_vllm_steps"] * res["design_factor"]
+    with pytest.raises(ValueError, match="does not add up"):
+        prompt_level_standard_error(easy_hard, [50] * 3)

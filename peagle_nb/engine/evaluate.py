@@ -155,6 +155,7 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "conditional_alpha": summary["conditional_alpha"],
         "steps": len(steps),
         "accepted_per_step": [s.accepted for s in steps],
+        "steps_per_prompt": [len(r.steps) for r in results],  # accepted_per_step split by prompt, in order
         "repetition_fraction": drafting["repetition_fraction"],
         **split,
         "tokens": sum(len(r.tokens) for r in results),
@@ -232,8 +233,17 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
     out = {}
     for ps in sorted({r.get("prompt_set") for r in runs}, key=str):
         rs = [r for r in runs if r.get("prompt_set") == ps]
-        sweeps = sorted({r.get("sweep", 0) for r in rs})
+        # a sweep the time budget cut short lacks some configurations: only complete sweeps are compared
+        configs = {i: {(r["method"], r["k"]) for r in rs if r.get("sweep", 0) == i} for i in
+                   {r.get("sweep", 0) for r in rs}}
+        every = set().union(*configs.values())
+        sweeps = sorted(i for i, c in configs.items() if c == every)
+        if not sweeps:
+            raise ValueError(f"no complete sweep on {ps!r}: raise the time budget or lower --ks")
+        rs = [r for r in rs if r.get("sweep", 0) in sweeps]
         s: dict = {"sweeps": len(sweeps)}
+        if len(sweeps) < len(configs):
+            s["incomplete_sweeps_dropped"] = len(configs) - len(sweeps)
         methods = sorted({r["method"] for r in rs} - {"none"})
         none_tps = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
         best = {m: {i: best_k(rs, m, sweep=i) for i in sweeps} for m in methods}

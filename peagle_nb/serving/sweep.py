@@ -166,18 +166,48 @@ def tau_standard_error(accepted_per_position: Sequence[float], num_drafts: float
     return max(second - mean * mean, 0.0) ** 0.5 / n ** 0.5
 
 
+def prompt_level_standard_error(accepted_per_step: Sequence[float], steps_per_prompt: Sequence[int]) -> float:
+    """Standard error of tau = 1 + sum(accepted) / sum(steps) with the prompt as the independent unit (a ratio
+    estimator over clusters): the steps of one prompt share its text and are correlated, which a step-level
+    error ignores."""
+    if sum(steps_per_prompt) != len(accepted_per_step):
+        raise ValueError("steps_per_prompt does not add up to the steps in accepted_per_step")
+    sums, start = [], 0
+    for n in steps_per_prompt:
+        sums.append(sum(accepted_per_step[start:start + n]))
+        start += n
+    m, total = len(sums), sum(steps_per_prompt)
+    if m <= 1:
+        return float("inf")
+    ratio = sum(sums) / total
+    resid = sum((a - ratio * n) ** 2 for a, n in zip(sums, steps_per_prompt))
+    return (m / (m - 1) * resid) ** 0.5 / total
+
+
 def compare_sampled(run: dict, engine_rec: dict, z: float = 3.0) -> dict:
     """vLLM vs the suite's engine at temperature > 0: different random streams, so the two taus agree only in
-    distribution. Both are means over independent-ish steps, so their difference is compared with ``z`` standard
-    errors of the difference (vLLM's from its counters, the engine's from its per-step accepted counts)."""
+    distribution; their difference is compared with ``z`` standard errors of the difference. The engine's error
+    is prompt-level when its record splits its steps by prompt (``steps_per_prompt``), since steps within a
+    prompt are correlated; vLLM only reports run totals, so its step-level error (from its counters) is scaled by
+    the same factor, measured on the engine's run over the same prompts (the design effect)."""
     acc = engine_rec["accepted_per_step"]
     n = len(acc)
     mean = sum(acc) / n
-    se_engine = (sum((a - mean) ** 2 for a in acc) / (n - 1)) ** 0.5 / n ** 0.5 if n > 1 else float("inf")
-    se_vllm = tau_standard_error(run["accepted_per_position"], run["num_drafts"])
+    se_engine_steps = (sum((a - mean) ** 2 for a in acc) / (n - 1)) ** 0.5 / n ** 0.5 if n > 1 else float("inf")
+    se_vllm_steps = tau_standard_error(run["accepted_per_position"], run["num_drafts"])
+    out = {"tau_engine": engine_rec["tau"], "tau_engine_steps": n, "tau_se_engine_steps": se_engine_steps,
+           "tau_se_vllm_steps": se_vllm_steps}
+    if engine_rec.get("steps_per_prompt"):
+        se_engine = prompt_level_standard_error(acc, engine_rec["steps_per_prompt"])
+        factor = se_engine / se_engine_steps if 0 < se_engine_steps < float("inf") else float("inf")
+        out.update(standard_error="prompt-level", design_factor=factor)
+    else:
+        se_engine, factor = se_engine_steps, 1.0
+        out.update(standard_error="step-level")
+    se_vllm = se_vllm_steps * factor
     tol = z * (se_engine ** 2 + se_vllm ** 2) ** 0.5
-    return {"tau_engine": engine_rec["tau"], "tau_engine_steps": n, "tau_se_engine": se_engine,
-            "tau_se_vllm": se_vllm, "tau_tolerance": tol, "tau_agrees": abs(run["tau"] - engine_rec["tau"]) <= tol}
+    return {**out, "tau_se_engine": se_engine, "tau_se_vllm": se_vllm, "tau_tolerance": tol,
+            "tau_agrees": abs(run["tau"] - engine_rec["tau"]) <= tol}
 
 
 def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, Sequence[list[int]]], k: int,

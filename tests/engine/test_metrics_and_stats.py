@@ -103,3 +103,18 @@ def test_lossless_flag_catches_a_broken_lean_engine(monkeypatch):
     monkeypatch.setattr(lean_mod, "greedy_verify", keep_everything)
     rec = evaluate(t, None, head, "peagle", 3, [[5, 6, 7, 8]], max_new_tokens=20, warmup=False)
     assert rec["engine"] == "lean" and rec["lossless"] is False
+
+
+def test_summary_drops_a_sweep_the_budget_cut_short():
+    """A time budget that ends mid-sweep leaves a sweep without some configurations: the summary compares only
+    complete sweeps and says how many it dropped (it once failed with 'no runs of method')."""
+    def run(method, k, sweep, tps):
+        return {"prompt_set": "x", "sweep": sweep, "method": method, "k": k, "tokens_per_s": tps, "tau": 1.0 + k / 2,
+                "accept_rate_per_position": [0.5] * k, "lossless": True, "draft_ms_per_step": 0.1,
+                "verify_ms_per_step": 0.2}
+
+    runs = [run("none", 0, i, 100.0) for i in (0, 1)] + [run("eagle3", 2, i, 150.0) for i in (0, 1)]
+    runs += [run("peagle", 2, 0, 120.0)]  # sweep 1 ended before P-EAGLE
+    s = summarize_sweep(runs)["x"]
+    assert s["sweeps"] == 1 and s["incomplete_sweeps_dropped"] == 1
+    assert s["peagle.best_k"] == 2 and s["eagle3.speedup_vs_none_at_best_k"]["median"] == pytest.approx(1.5)

@@ -110,8 +110,11 @@ def test_cost_vs_k_and_timelines_from_phases(rec):
     for m in ("eagle3", "peagle"):
         k = best[f"{m}.best_k"]
         b = step_phases.speedup_breakdown(h200["runs"], h200["phases"], m, k, "prose")
-        for key in ("phases", "step_wall", "decode", "end_to_end"):
+        for key in ("phases", "step_wall", "decode", "end_to_end", "tau_for_2x", "ceiling"):
             assert rec[f"h200.breakdown.{m}.k{k}.{key}"] == pytest.approx(b[key], abs=1e-4)
+        # why the 2x target of the lean engine is missed on this tiny target: the heads' tau at their best K is
+        # below what a step of these phases needs for 2x (recorded: needs ~3.7 at EAGLE-3's K=3, has ~2.3)
+        assert b["tau"] < b["tau_for_2x"] and b["ceiling"] == pytest.approx((k + 1) * 2 / b["tau_for_2x"])
 
 
 def test_best_k_from_every_recorded_sweep(rec):

@@ -9,6 +9,7 @@ the step's side effects: capture only in a throwaway generation (``LeanDecoder``
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Callable
 
@@ -47,8 +48,15 @@ class Step:
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.out = self.fn()
+        # A graph of a decoder dropped earlier, freed by the garbage collector in the middle of this capture, calls
+        # a CUDA function that capture forbids and invalidates it: collect first, and not during capture (as vLLM).
+        gc.collect()
+        gc.disable()
+        try:
+            with torch.cuda.graph(graph):
+                self.out = self.fn()
+        finally:
+            gc.enable()
         torch.cuda.synchronize()
         self.graph = graph
         self.capture_ms = (time.perf_counter() - t0) * 1e3

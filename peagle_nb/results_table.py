@@ -18,20 +18,23 @@ def _load(name: str) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def sampled_pooled_gaps(runs: list[dict]) -> dict[tuple[str, str], float]:
-    """(method, prompt set) -> relative gap of vLLM's mean sampled tau over seeds to the engine's mean."""
+def _by_head_and_set(runs: list[dict]) -> dict[tuple[str, str], list[dict]]:
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in runs:
         groups.setdefault((r["method"], r["prompt_set"]), []).append(r)
+    return groups
+
+
+def sampled_pooled_gaps(runs: list[dict]) -> dict[tuple[str, str], float]:
+    """(method, prompt set) -> relative gap of vLLM's mean sampled tau over seeds to the engine's mean."""
+    groups = _by_head_and_set(runs)
     return {key: sum(r["tau"] for r in rs) / sum(r["tau_engine"] for r in rs) - 1 for key, rs in groups.items()}
 
 
 def sampled_pooled_z(runs: list[dict]) -> dict[tuple[str, str], float]:
     """(method, prompt set) -> mean over seeds of vLLM's tau minus the engine's, in standard errors of that mean
     (each run's standard error of the difference is its ``tau_tolerance`` / 3; seeds are independent)."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in runs:
-        groups.setdefault((r["method"], r["prompt_set"]), []).append(r)
+    groups = _by_head_and_set(runs)
     return {key: sum(r["tau"] - r["tau_engine"] for r in rs) / sum((r["tau_tolerance"] / 3) ** 2 for r in rs) ** 0.5
             for key, rs in groups.items()}
 

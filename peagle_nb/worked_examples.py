@@ -34,7 +34,9 @@ def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: in
         res = decoder.generate(list(prompt), max_new_tokens)
         mask = repeated_mask(prompt, res.tokens)
         for j, (step, start) in enumerate(zip(res.steps, step_starts(res.steps, len(res.tokens)))):
-            if step.accepted < min_accepted or (kept_ok and not kept_ok(res.tokens[start:start + step.accepted])):
+            if step.accepted < min_accepted or start + step.accepted > len(res.tokens):
+                continue  # too short, or its kept drafts were cut by the token limit (kept_ok would see only part)
+            if kept_ok and not kept_ok(res.tokens[start:start + step.accepted]):
                 continue
             found = {"prompt_index": i, "step_index": j, "accepted": step.accepted, "repeated": mask[start],
                      "generated": list(res.tokens), "start": start,

@@ -39,6 +39,15 @@ def test_find_long_step_prefers_fresh_text_and_names_the_prefix():
         find_long_step(dec, [[100]], 8, min_accepted=0)
 
 
+def test_find_long_step_skips_a_step_the_token_limit_cut():
+    """The last step of a generation may keep drafts past the token limit: only the tokens inside it exist, so
+    such a step is no example of its accepted count (kept_ok once saw only its first kept draft)."""
+    cut = list(range(20, 26))  # 6 tokens: step 1 starts at generated index 2 and keeps 5 drafts, only 4 exist
+    dec = ScriptedDecoder({200: (cut, [0, 5])})
+    assert find_long_step(dec, [[200, 1]], 6, min_accepted=4) is None
+    assert find_long_step(dec, [[200, 1]], 6, min_accepted=4, kept_ok=lambda ids: True) is None
+
+
 def test_find_loop_stops_at_the_first_looping_prompt():
     fresh = list(range(20, 44))
     dec = ScriptedDecoder({1: (fresh, []), 2: (LOOP, []), 3: (LOOP, [])})

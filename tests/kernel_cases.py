@@ -222,3 +222,110 @@ def cases_decode_layer() -> dict:
         "long_context": dict(T=3, HQ=2, HKV=2, D=16, S=700, H=64),
     }
     return {name: check_correctness(seed=i, **kw) for i, (name, kw) in enumerate(shapes.items())}
+
+
+# -------------------------------------------------------------------------------------- sampled_verify
+def _chi2_pvalue(counts, probs) -> float:
+    """Chi-square goodness of fit of integer counts to probabilities (cells expected < 5 pooled)."""
+    import torch
+
+    n = counts.sum()
+    exp = probs * n
+    big = exp >= 5
+    obs_c = torch.cat([counts[big], counts[~big].sum().reshape(1)]).double()
+    exp_c = torch.cat([exp[big], exp[~big].sum().reshape(1)]).double()
+    if exp_c[-1] == 0:
+        obs_c, exp_c = obs_c[:-1], exp_c[:-1]
+    exp_c = exp_c * obs_c.sum() / exp_c.sum()
+    stat = float(((obs_c - exp_c) ** 2 / exp_c).sum())
+    return float(torch.special.gammaincc(torch.tensor((len(obs_c) - 1) / 2, dtype=torch.float64),
+                                         torch.tensor(stat / 2, dtype=torch.float64)))
+
+
+def cases_sampled_verify() -> dict:
+    import torch
+
+    from peagle_kernels.greedy_verify import greedy_verify
+    from peagle_kernels.sampled_verify import random_case, reference_sampled_verify, sampled_verify
+
+    out = {}
+
+    def check(name, case, one_hot=False):
+        tri = sampled_verify(*case, q_one_hot=one_hot, use_triton=True)
+        ref = reference_sampled_verify(*case, q_one_hot=one_hot)
+        out[name] = {"diff": _diff(tuple(t.long() for t in tri), tuple(r.long() for r in ref)),
+                     "accepted": tri[0].tolist()[:12], "token": tri[1].tolist()[:12], "rejected": tri[2].tolist()[:12]}
+        return tri
+
+    for k in (0, 1, 3, 7, 10):
+        check(f"k{k}_sampled_q", random_case(6, k, 3000, 1000, seed=k))
+        check(f"k{k}_argmax_drafts", random_case(6, k, 3000, 1000, seed=k + 20), one_hot=True)
+    case = list(random_case(8, 4, 3000, 1000, seed=30))
+    case[4][::2] = 0.0  # greedy requests beside sampled ones
+    check("mixed_greedy_and_sampled", case)
+    # every draft accepted: the target puts (almost) all its mass on each draft
+    case = list(random_case(5, 5, 3000, 1000, seed=31))
+    case[0][:, :5].scatter_(-1, case[1][..., None], 60.0)
+    check("every_draft_accepted", case)
+    # every draft rejected: the target gives each draft no mass at all
+    case = list(random_case(5, 5, 3000, 1000, seed=32))
+    case[0][:, :5].scatter_(-1, case[1][..., None], float("-inf"))
+    check("every_draft_rejected", case)
+    # drafts outside the draft vocabulary: q(d) = 0, so a draft the target can produce is kept (min(1, p/0) = 1)
+    case = list(random_case(5, 3, 3000, 1000, seed=33))
+    outside = (case[3] < 0).nonzero().squeeze(1)
+    case[1] = outside[torch.arange(15).reshape(5, 3) * 7]
+    check("drafts_outside_draft_vocab", case)
+    # T -> 0 is greedy verification
+    case = list(random_case(7, 6, 3000, 1000, seed=34))
+    case[4][:] = 1e6
+    case[1][:, :3] = case[0][:, :3].argmax(-1)  # the first drafts agree with the target's argmax
+    tri = check("t_to_zero", case)
+    g_acc, g_tok, _ = greedy_verify(case[1], case[0].argmax(-1))
+    out["t_to_zero"]["greedy_diff"] = int((tri[0] != g_acc).sum() + (tri[1] != g_tok).sum())
+    # lossless in distribution through the kernel: the output at position 0 follows p (fixed seed, chi-square)
+    g = torch.Generator().manual_seed(5)
+    v, k, n = 6, 2, 1500
+    p = torch.softmax(torch.randn(k + 1, v, generator=g) * 2.0, -1)
+    q = torch.softmax(torch.randn(k, v, generator=g) * 2.0, -1)
+    drafts = torch.multinomial(q, n, replacement=True, generator=g).T.contiguous()
+    args = (p.log().expand(n, k + 1, v).contiguous(), drafts, q.expand(n, k, v).contiguous(),
+            torch.arange(v, dtype=torch.int32), torch.ones(n), torch.rand(n, k, generator=g), torch.rand(n, v, generator=g))
+    acc, tok, _ = sampled_verify(*args, use_triton=True)
+    ref = reference_sampled_verify(*args)
+    first = torch.where(acc > 0, drafts[:, 0], tok)
+    out["chi_square_position_0"] = {"diff": _diff((acc.long(), tok), (ref[0].long(), ref[1])),
+                                    "pvalue": _chi2_pvalue(torch.bincount(first, minlength=v), p[0])}
+    return out
+
+
+# ---------------------------------------------------------------------------------------- draft_sample
+def cases_draft_sample() -> dict:
+    import torch
+
+    from peagle_kernels.draft_sample import draft_sample, random_case, reference_draft_sample
+
+    out = {}
+
+    def check(name, logits, inv_t, u, d2t, sample=True):
+        tok, q = draft_sample(logits, inv_t, u, d2t, sample=sample, use_triton=True)
+        rtok, rq = reference_draft_sample(logits, inv_t, u if sample else None, d2t)
+        bad_q = 0 if q is None else int((~torch.isclose(q[inv_t > 0], rq[inv_t > 0], rtol=1e-5, atol=1e-9)).sum())
+        out[name] = {"diff": int((tok != rtok).sum()), "q_diff": bad_q, "tokens": tok.tolist()[:8]}
+
+    for rows, vd in ((1, 4096), (7, 1000), (10, 5000)):  # 5000: more than one block of the vocabulary
+        check(f"rows{rows}_vocab{vd}", *random_case(rows, vd, 2 * vd, seed=rows))
+    logits, inv_t, u, d2t = random_case(6, 1000, 3000, seed=3)
+    inv_t[::2] = 0.0
+    check("greedy_rows_mixed", logits, inv_t, u, d2t)
+    check("rule_greedy_argmax_drafts", logits, inv_t, u, d2t, sample=False)
+    logits, inv_t, u, d2t = random_case(4, 1000, 3000, seed=4, temperature=0.5)
+    check("temperature_half", logits, inv_t, u, d2t)
+    # lossless draw: 1,500 rows of one distribution, the drawn ids follow q (chi-square)
+    g = torch.Generator().manual_seed(6)
+    n, vd = 1500, 6
+    row = torch.randn(vd, generator=g) * 1.5
+    tok, q = draft_sample(row.expand(n, vd).contiguous(), torch.ones(n), torch.rand(n, vd, generator=g),
+                          torch.arange(vd), use_triton=True)
+    out["chi_square"] = {"diff": 0, "q_diff": 0, "pvalue": _chi2_pvalue(torch.bincount(tok, minlength=vd), q[0])}
+    return out

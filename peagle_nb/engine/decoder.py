@@ -21,7 +21,8 @@ from peagle_nb.engine import checks
 from peagle_nb.engine.drafting import ChainDrafter, ParallelDrafter
 from peagle_nb.engine.stats import GenerationResult, StepStats
 from peagle_nb.engine.target_runner import TargetRunner
-from peagle_nb.engine.verify import probs_from_logits, rejection_sample, sample, verify_greedy
+from peagle_kernels.sampled_verify import sampled_verify
+from peagle_nb.engine.verify import inv_temperature, sample_token, split_uniforms, step_uniforms, verify_greedy
 
 
 class _Clock:
@@ -68,7 +69,15 @@ class SpecDecoder:
     def _first_token(self, logits: torch.Tensor, temperature: float, gen) -> int:
         if temperature <= 0:
             return int(logits.argmax())
-        return int(sample(probs_from_logits(logits, temperature), gen))
+        return int(sample_token(logits, temperature, gen))
+
+    def _verify_sampled(self, proposal, logits, temperature: float, u_res, u_acc) -> tuple[int, int]:
+        """Rejection sampling of the K drafts (q over the target vocabulary: every target id is a column)."""
+        identity = torch.arange(self.vocab, dtype=torch.int32, device=self.device)
+        a, n, _ = sampled_verify(logits.float()[None], proposal.tokens[None].to(self.device),
+                                 proposal.probs[None].to(self.device), identity,
+                                 inv_temperature(temperature, 1, self.device), u_acc[None], u_res[None])
+        return int(a[0]), int(n[0])
 
     def generate(self, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
                  eos_token_id: int | None = None) -> GenerationResult:
@@ -108,7 +117,12 @@ class SpecDecoder:
                 result.steps.append(StepStats(0, 0, 1, 0.0, (clock.now() - s0) * 1e3))
                 continue
             s0 = clock.now()
-            proposal = self.drafter.propose(pend_tokens, pend_feats, temperature, gen)
+            u = u_draft = u_res = u_acc = None
+            if temperature > 0:  # the step's draws, in the lean engine's order
+                vd = self.drafter.d2t_ids.numel()
+                u = step_uniforms(self.k, vd, self.vocab, gen, self.device)
+                u_draft, u_res, u_acc = split_uniforms(u, self.k, vd, self.vocab)
+            proposal = self.drafter.propose(pend_tokens, pend_feats, temperature, gen, uniforms=u_draft)
             s1 = clock.now()
             kept_len = self.runner.length
             verify_ids = torch.cat([prompt.new_tensor([out[-1]]), proposal.tokens.to(self.device)])
@@ -116,9 +130,7 @@ class SpecDecoder:
             if temperature <= 0:
                 accepted, nxt = verify_greedy(proposal.tokens, logits)
             else:
-                a, n = rejection_sample(proposal.tokens.reshape(1, -1), proposal.probs.unsqueeze(0),
-                                        probs_from_logits(logits, temperature).unsqueeze(0), gen)
-                accepted, nxt = int(a[0]), int(n[0])
+                accepted, nxt = self._verify_sampled(proposal, logits, temperature, u_res, u_acc)
             self.runner.crop(kept_len + 1 + accepted)  # b + accepted drafts stay; rejected ones leave the cache
             s2 = clock.now()
             new = proposal.tokens[:accepted].tolist() + [nxt]

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from peagle_nb.engine.verify import probs_from_logits, sample
+from peagle_kernels.draft_sample import draft_sample
+from peagle_nb.engine.verify import inv_temperature
 
 
 @dataclass
@@ -75,18 +76,25 @@ class _Drafter:
         self.cache = _new_cache(self.head)
         self.ctx_len = 0  # real context slots held in the drafter's cache
 
-    def _pick(self, logits: torch.Tensor, temperature: float, generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """draft logits [K, Vd] -> (target ids [K], q over the target vocab [K, V] or None)."""
+    def _pick(self, logits: torch.Tensor, temperature: float, uniforms) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """draft logits [n, Vd] -> (target ids [n], q over the target vocab [n, V] or None); ``uniforms`` [n, Vd]
+        are the draws of these rows (``peagle_kernels.draft_sample``: the same pick as the lean engine's)."""
+        ids = self.head.draft_to_target(logits.argmax(-1)).long()
         if temperature <= 0:
-            return self.head.draft_to_target(logits.argmax(-1)).long(), None
+            return ids, None
         if self.draft_sampling == "greedy":  # vLLM's default: argmax drafts, verified as if q were one-hot
-            ids = self.head.draft_to_target(logits.argmax(-1)).long()
             return ids, one_hot_q(ids, self.vocab)
-        q_draft = probs_from_logits(logits, temperature)
-        ids = sample(q_draft, generator)
+        ids, q_draft = draft_sample(logits, inv_temperature(temperature, logits.shape[0], logits.device), uniforms,
+                                    self.d2t_ids)
         q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
         q[:, self.d2t_ids] = q_draft
-        return self.head.draft_to_target(ids).long(), q
+        return ids, q
+
+    def _uniforms(self, temperature: float, generator, uniforms):
+        """The draws for this step's K drafts [K, Vd] (drawn here when the caller gave none)."""
+        if temperature <= 0 or uniforms is not None:
+            return uniforms
+        return torch.rand(self.k, self.d2t_ids.numel(), generator=generator, device=self.device)
 
     def _context(self, tokens: torch.Tensor, feats: torch.Tensor):
         """Pending real slots -> (ids [1,T], hidden [1,T,H], positions [1,T])."""
@@ -96,7 +104,8 @@ class _Drafter:
         pos = torch.arange(self.ctx_len, self.ctx_len + t, device=self.device).unsqueeze(0)
         return ids, hidden, pos
 
-    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+    def propose(self, tokens, feats, temperature=0.0, generator=None, uniforms=None) -> DraftProposal:
+        """K drafts after the pending slots; at T > 0 drawn with ``uniforms`` [K, Vd] (from ``generator`` if None)."""
         raise NotImplementedError
 
 
@@ -104,18 +113,19 @@ class ChainDrafter(_Drafter):
     """EAGLE-3: K sequential drafter passes, each feeding its own previous hidden state and draft."""
 
     @torch.inference_mode()
-    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+    def propose(self, tokens, feats, temperature=0.0, generator=None, uniforms=None) -> DraftProposal:
+        u = self._uniforms(temperature, generator, uniforms)
         ids, hidden, pos = self._context(tokens, feats)
         logits, h = self.head(ids, hidden, pos, cache=self.cache)
         self.ctx_len += ids.shape[1]
         drafts, qs = [], []
-        tok, q = self._pick(logits[0, -1:], temperature, generator)
+        tok, q = self._pick(logits[0, -1:], temperature, None if u is None else u[:1])
         drafts.append(tok), qs.append(q)
         h_prev, p = h[:, -1:], self.ctx_len
-        for _ in range(self.k - 1):
+        for j in range(1, self.k):
             logits, h = self.head(tok.reshape(1, 1), h_prev, torch.tensor([[p]], device=self.device),
                                   cache=self.cache)
-            tok, q = self._pick(logits[0, -1:], temperature, generator)
+            tok, q = self._pick(logits[0, -1:], temperature, None if u is None else u[j:j + 1])
             drafts.append(tok), qs.append(q)
             h_prev, p = h[:, -1:], p + 1
         self.cache.crop(self.ctx_len)  # drop the chain's own slots: next step re-feeds real features
@@ -147,12 +157,13 @@ class ParallelDrafter(_Drafter):
         self.mask_id = int(mask_token_id if mask_token_id is not None else head.mask_token_id)
 
     @torch.inference_mode()
-    def propose(self, tokens, feats, temperature=0.0, generator=None) -> DraftProposal:
+    def propose(self, tokens, feats, temperature=0.0, generator=None, uniforms=None) -> DraftProposal:
+        u = self._uniforms(temperature, generator, uniforms)
         ids, hidden, pos = self._context(tokens, feats)
         t = ids.shape[1]
         ids, hidden, pos = parallel_draft_inputs(ids, hidden, pos, self.k, self.mask_id, self.mask_h)
         logits, _ = self.head(ids, hidden, pos, cache=self.cache)
         self.ctx_len += t
         self.cache.crop(self.ctx_len)  # mask slots are placeholders, never context
-        tok, q = self._pick(logits[0, t - 1:t - 1 + self.k], temperature, generator)
+        tok, q = self._pick(logits[0, t - 1:t - 1 + self.k], temperature, u)
         return DraftProposal(tok, q)

@@ -8,9 +8,15 @@ Acceptance comes with the text it was measured on: ``repetition_fraction`` (gene
 8-gram, ``peagle_nb.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
 steps that draft a repeat (a small model's loops are copied almost perfectly and inflate tau).
 
-Timing: a configuration runs its whole prompt set ``repeats`` times (after one warm-up generation, and after
-any graph capture, which is reported as ``capture_ms``); tokens/s is reported as the median over repeats
-with p10 / p90 and every repeat's value kept. Per-step times are means over the median repeat's steps.
+Timing: a configuration runs its whole prompt set ``repeats`` times (after a short warm-up generation of every
+prompt, so that each prompt length's first-call costs and any graph capture, reported as ``capture_ms``, stay out
+of the timings); tokens/s is reported as the median over repeats with p10 / p90 and every repeat's value kept,
+and a repeat more than ``OUTLIER_RATIO`` from the median is flagged (``repeat_outliers``). Per-step times are
+means over the median repeat's steps.
+
+Serving metrics, as serving benchmarks report them (per request, over the median repeat's requests, p50 / p90):
+``ttft_ms`` (time to first token: the target's prefill, the drafter's prefill and the first token) and
+``tpot_ms`` (time per output token after the first: decode only), beside end-to-end ``tokens_per_s``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from peagle_nb import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
 
 ENGINES = ("lean", "reference")
+OUTLIER_RATIO = 1.3  # a timed repeat this far from its configuration's median is flagged in the record
 
 
 def make_decoder(engine: str, target, tokenizer=None, head=None, method: str = "none", k: int = 1, **kw):
@@ -98,6 +105,22 @@ def _step_means(results) -> dict[str, float]:
     }
 
 
+def serving_metrics(results) -> dict[str, float]:
+    """TTFT and TPOT per request (p50 / p90 over the requests), as ``vllm bench serve`` reports them."""
+    ttft = [r.prefill_ms for r in results]
+    tpot = [(r.total_ms - r.prefill_ms) / (len(r.tokens) - 1) for r in results if len(r.tokens) > 1]
+    out = {"ttft_ms": spread(ttft)["median"], "ttft_ms_p90": spread(ttft)["p90"]}
+    if tpot:
+        out |= {"tpot_ms": spread(tpot)["median"], "tpot_ms_p90": spread(tpot)["p90"]}
+    return out
+
+
+def repeat_outliers(values: Sequence[float], ratio: float = OUTLIER_RATIO) -> list[int]:
+    """Indices of repeats more than ``ratio`` times away from the median (either way)."""
+    med = statistics.median(values)
+    return [i for i, v in enumerate(values) if med > 0 and (v > med * ratio or v < med / ratio)]
+
+
 def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
              max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
              reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
@@ -116,8 +139,12 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     kw = {"draft_sampling": draft_sampling} if method != "none" else {}
     dec = decoder or make_decoder(engine, target, tokenizer, head, method, k, **kw)
-    if warmup:  # first calls pay for allocation, kernel selection and graph capture; keep them out of the timings
-        dec.generate(prompt_ids[0], min(8, max_new_tokens), temperature, seed)
+    if warmup:  # first calls pay for allocation, kernel selection, graph capture and each prompt length's first
+        seen = set()  # prefill: one short generation per distinct prompt length keeps all of it out of the timings
+        for p in prompt_ids:
+            if len(p) not in seen:
+                seen.add(len(p))
+                dec.generate(p, min(8, max_new_tokens), temperature, seed)
     per_repeat = []
     for _ in range(repeats):
         results = [dec.generate(p, max_new_tokens, temperature, seed + i) for i, p in enumerate(prompt_ids)]
@@ -136,6 +163,7 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
             lossless = all(r.tokens == g for r, g in zip(results, ref))
     sp = spread(tps)
     step_sp = spread([m["step_ms"] for _, m in per_repeat])
+    tpot_repeats = [serving_metrics(r).get("tpot_ms", 0.0) for r, _ in per_repeat]
     drafting = _none_for_nan(repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompt_ids, results)))
     split = {} if method == "none" else {
         "tau_fresh": drafting["fresh"]["tau"], "tau_repeated": drafting["repeated"]["tau"],
@@ -164,6 +192,9 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "tokens_per_s_p10": sp["p10"],
         "tokens_per_s_p90": sp["p90"],
         "tokens_per_s_repeats": tps,
+        "repeat_outliers": repeat_outliers(tps),
+        **serving_metrics(results),
+        "tpot_ms_repeats": tpot_repeats,
         "step_ms_p10": step_sp["p10"],
         "step_ms_p90": step_sp["p90"],
         "repeats": repeats,
@@ -174,7 +205,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
 
 def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: Iterable[int] = range(1, 11),
           max_new_tokens: int = 64, temperature: float = 0.0, progress=None, deadline: float | None = None,
-          repeats: int = 1, engine: str = "lean", sweeps: int = 1, decoders: dict | None = None) -> list[dict]:
+          repeats: int = 1, engine: str = "lean", sweeps: int = 1, decoders: dict | None = None,
+          reference_engine: str = "reference") -> list[dict]:
     """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set, ``sweeps`` times.
 
     The sweeps are independent passes over every configuration (decoders, and so captured graphs, are made once
@@ -187,7 +219,7 @@ def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: 
 
     ks = list(ks)
     sets = {name: encode_prompts(tokenizer, prompts) for name, prompts in prompt_sets.items()}
-    refs = {name: greedy_reference(target, ids, max_new_tokens) if temperature <= 0 else None
+    refs = {name: greedy_reference(target, ids, max_new_tokens, reference_engine) if temperature <= 0 else None
             for name, ids in sets.items()}
     decoders = decoders if decoders is not None else {}
     for method, k in [("none", 1)] + [(m, k) for m in heads for k in ks]:
@@ -224,6 +256,36 @@ def best_k(runs: Sequence[dict], method: str, prompt_set: str | None = None, key
 
 def _min_med_max(values: Sequence[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def ratio_verdict(ratios: Sequence[float]) -> str:
+    """P-EAGLE / EAGLE-3 speed ratios over sweeps -> "peagle faster" (all > 1), "eagle3 faster" (all < 1) or
+    "tie" (the sweeps straddle 1: inside the run-to-run noise)."""
+    return "peagle faster" if min(ratios) > 1 else "eagle3 faster" if max(ratios) < 1 else "tie"
+
+
+def _tpot_summary(rs: Sequence[dict], sweeps: Sequence[int], methods: Sequence[str]) -> dict:
+    """Best K by time per output token (decode only) per method, its speedup over plain decoding's TPOT, TTFT at
+    that K, and the P-EAGLE / EAGLE-3 TPOT ratio over sweeps (EAGLE-3's TPOT over P-EAGLE's: > 1, P-EAGLE faster)."""
+    s: dict = {}
+    none = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
+    if all(none.values()):
+        s["none.tpot_ms"] = statistics.median(none[i][0]["tpot_ms"] for i in sweeps)
+        s["none.ttft_ms"] = statistics.median(none[i][0]["ttft_ms"] for i in sweeps)
+    best = {m: {i: min((r for r in rs if r["method"] == m and r.get("sweep", 0) == i), key=lambda r: r["tpot_ms"])
+                for i in sweeps} for m in methods}
+    for m in methods:
+        s[f"{m}.best_k_tpot"] = statistics.median_low([b["k"] for b in best[m].values()])
+        s[f"{m}.tpot_ms"] = statistics.median(b["tpot_ms"] for b in best[m].values())
+        s[f"{m}.ttft_ms"] = statistics.median(b["ttft_ms"] for b in best[m].values())
+        if all(none.values()):
+            s[f"{m}.tpot_speedup_vs_none"] = _min_med_max([none[i][0]["tpot_ms"] / best[m][i]["tpot_ms"]
+                                                           for i in sweeps])
+    if {"eagle3", "peagle"} <= set(methods):
+        ratio = [best["eagle3"][i]["tpot_ms"] / best["peagle"][i]["tpot_ms"] for i in sweeps]
+        s["peagle_over_eagle3_tpot"] = _min_med_max(ratio)
+        s["peagle_over_eagle3_tpot_verdict"] = ratio_verdict(ratio)
+    return s
 
 
 def summarize_sweep(runs: Sequence[dict]) -> dict:
@@ -272,8 +334,12 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
         if {"eagle3", "peagle"} <= set(methods):
             ratio = [best["peagle"][i]["tokens_per_s"] / best["eagle3"][i]["tokens_per_s"] for i in sweeps]
             s["peagle_over_eagle3_at_best_k"] = _min_med_max(ratio)
-            s["peagle_over_eagle3_verdict"] = ("peagle faster" if min(ratio) > 1 else
-                                               "eagle3 faster" if max(ratio) < 1 else "tie")
+            s["peagle_over_eagle3_verdict"] = ratio_verdict(ratio)
+        if methods and all("tpot_ms" in r for r in rs):
+            s.update(_tpot_summary(rs, sweeps, methods))
+        outliers = [r for r in rs if r.get("repeat_outliers")]
+        if outliers:
+            s["configurations_with_outlier_repeats"] = len(outliers)
         out[ps] = s
     return out
 

@@ -4,11 +4,16 @@ One run records, on one machine and in one process:
 
 - ``equality``: the lean engine against the reference engine on the held-out prompts (same tokens, same
   accepted count at every step; greedy and seeded sampling; none / EAGLE-3 / P-EAGLE at several K);
-- ``runs``: none / EAGLE-3 / P-EAGLE over K on both held-out sets (batch 1), each configuration timed
-  ``--repeats`` times per sweep, ``--sweeps`` independent sweeps (lean engine);
+- ``regimes``: none / EAGLE-3 / P-EAGLE over K on the held-out sets (batch 1), at each temperature and generation
+  length asked for (``--temperatures``, ``--lengths``), each configuration timed ``--repeats`` times per sweep,
+  ``--sweeps`` independent sweeps (lean engine), with TTFT / TPOT per run and a summary per regime; ``runs`` and
+  ``summary`` repeat the first regime (greedy, the first length), the layout earlier files had;
 - ``engines``: plain decoding with the lean and the reference engine side by side, interleaved;
-- ``phases``: each step phase timed alone (a GPU's graph replay: device time only), per configuration, and the
-  ``target_step_floor_ms`` (one plain step's graphs, replayed back to back);
+- ``phases``: each step phase timed alone (a GPU's graph replay: device time only), per configuration, greedy and
+  sampled (``mode``), and the ``target_step_floor_ms`` (one plain step's graphs, replayed back to back);
+- ``sampler_comparison``: the sampled step's phases with the fused sampling kernels and with their PyTorch op
+  chains (the step before fusion), and ``sampling_kernels``: the two kernels against their references on this
+  device (same uniforms, differing outputs counted) with their timings;
 - ``builder_comparison``: P-EAGLE's phases with the fused input builder and with an eager op chain;
 - ``profile``: per-kernel device time of one plain and one P-EAGLE step (GPU only);
 - ``summary``: best K per method and the P-EAGLE / EAGLE-3 ratio over sweeps (min / median / max).
@@ -73,21 +78,24 @@ def engines_side_by_side(target, tokenizer, prompts, max_new_tokens: int, repeat
             "lean_over_reference": spread(ratios) | {"repeats": ratios}}
 
 
-def profile_steps(target, tokenizer, head, prompt, k: int = 7, steps: int = 3) -> dict:
+def profile_steps(target, tokenizer, head, prompt, k: int = 7, steps: int = 3, temperatures=(0.0, 1.0)) -> dict:
     """Per-kernel device time (torch.profiler) of plain decoding and P-EAGLE steps run eagerly (no graphs, so
-    each kernel is attributed): the top kernels by device time, for each."""
+    each kernel is attributed), greedy and sampled: the top kernels by device time, for each."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from peagle_nb.engine.lean import LeanDecoder
 
     out = {}
-    for name, dec in (("plain", LeanDecoder(target, tokenizer, use_graphs=False)),
-                      (f"peagle_k{k}", LeanDecoder(target, tokenizer, head, "peagle", k, use_graphs=False))):
-        dec.generate(prompt, 8)
+    cases = [(f"{name}{'' if t <= 0 else f'_t{t:g}'}", make, t) for t in temperatures for name, make in (
+        ("plain", lambda: LeanDecoder(target, tokenizer, use_graphs=False)),
+        (f"peagle_k{k}", lambda: LeanDecoder(target, tokenizer, head, "peagle", k, use_graphs=False)))]
+    for name, make, temp in cases:
+        dec = make()
+        dec.generate(prompt, 8, temp)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            res = dec.generate(prompt, steps + 1)
+            res = dec.generate(prompt, steps + 1, temp)
             torch.cuda.synchronize()
         events = [e for e in prof.key_averages() if e.device_time_total > 0]
         total = sum(e.device_time_total for e in events)
@@ -100,15 +108,74 @@ def profile_steps(target, tokenizer, head, prompt, k: int = 7, steps: int = 3) -
     return out
 
 
-def phases(decoders: dict, prompt_ids: list[int]) -> list[dict]:
-    """``LeanDecoder.phase_ms`` of every configuration, after a short greedy generation set up its state."""
+def phases(decoders: dict, prompt_ids: list[int], temperatures=(0.0,), sampler: str | None = None) -> list[dict]:
+    """``LeanDecoder.phase_ms`` of every configuration, after a short generation at each temperature set up its
+    state (``mode``: "greedy" or "sampled")."""
     rows = []
-    for (method, k), dec in decoders.items():
-        dec.generate(prompt_ids, 16)
-        ph = dec.phase_ms()
-        rows.append({"method": method, "k": k if method != "none" else 0, **{f"{n}_ms": v for n, v in ph.items()},
-                     "step_device_ms": sum(ph.values())})
+    for temp in temperatures:
+        for (method, k), dec in decoders.items():
+            dec.generate(prompt_ids, 16, temp)
+            ph = dec.phase_ms(greedy=temp <= 0)
+            rows.append({"method": method, "k": k if method != "none" else 0,
+                         "mode": "greedy" if temp <= 0 else "sampled", "temperature": temp,
+                         **({"sampler": sampler} if sampler else {}),
+                         **{f"{n}_ms": v for n, v in ph.items()}, "step_device_ms": sum(ph.values())})
     return rows
+
+
+def sampler_comparison(target, tokenizer, heads: dict, prompt_ids: list[int], ks=(1, 3, 7),
+                       temperature: float = 1.0) -> list[dict]:
+    """Sampled-step phases with the fused sampling kernels and with their PyTorch op chains (same step otherwise):
+    what fusing temperature, draws, acceptance and resampling saves (notebooks 01 and 04)."""
+    from peagle_nb.engine.lean import LeanDecoder
+
+    rows = []
+    for sampler in ("fused", "reference"):
+        decs = {("none", 1): LeanDecoder(target, tokenizer, sampler=sampler)}
+        for m, h in heads.items():
+            for k in ks:
+                decs[(m, k)] = LeanDecoder(target, tokenizer, h, m, k, sampler=sampler)
+        rows += phases(decs, prompt_ids, (temperature,), sampler=sampler)
+    return rows
+
+
+def sampling_kernels_check(device: str, reps: int = 30) -> dict:
+    """The sampling kernels against their PyTorch references on this device (same uniforms: differing outputs
+    counted over several random cases) and their timings beside the eager chains they replace."""
+    from peagle_kernels.draft_sample import benchmark_draft_sample
+    from peagle_kernels.draft_sample import check_correctness as check_draft
+    from peagle_kernels.sampled_verify import benchmark_sampled_verify
+    from peagle_kernels.sampled_verify import check_correctness as check_verify
+
+    diffs = {"sampled_verify": {f"k{k}": check_verify(K=k, device=device, seed=k) for k in (0, 1, 3, 7, 10)},
+             "draft_sample": {f"seed{s}": check_draft(device=device, seed=s) for s in range(3)}}
+    return {"differing_outputs": diffs,
+            "timings": benchmark_sampled_verify((1, 8, 64), (0, 1, 3, 7, 10), device=device, reps=reps)
+            + benchmark_draft_sample((1, 3, 7, 10), device=device, reps=reps)}
+
+
+def regime_sweeps(target, tokenizer, heads: dict, prompt_sets: dict, ks, lengths, temperatures, decoders: dict,
+                  repeats: int, sweeps: int, deadline: float | None, log=print) -> list[dict]:
+    """The sweep at every (temperature, generation length): runs with TTFT / TPOT and a summary per regime. Greedy
+    outputs are checked against plain greedy decoding by the lean engine (the lean == reference check is
+    ``equality``)."""
+    from peagle_nb.engine.evaluate import summarize_sweep, sweep
+
+    out = []
+    for temp in temperatures:
+        for n in lengths:
+            runs = sweep(target, tokenizer, heads, prompt_sets, ks, n, temp, deadline=deadline, repeats=repeats,
+                         sweeps=sweeps, decoders=decoders, reference_engine="lean",
+                         progress=lambda r: log(f"  T={r['temperature']:g} n={r['max_new_tokens']} s{r['sweep']} "
+                                                f"{r['prompt_set']:>6} {r['method']:>6} k={r['k']:<2} "
+                                                f"tau={r['tau']:.2f} tok/s={r['tokens_per_s']:.0f} "
+                                                f"tpot={r.get('tpot_ms', 0):.3f} ttft={r['ttft_ms']:.2f}ms"))
+            try:
+                summary = summarize_sweep(runs)
+            except ValueError as exc:  # a regime the time budget cut before one sweep completed
+                summary = {"incomplete": str(exc)}
+            out.append({"temperature": temp, "max_new_tokens": n, "runs": runs, "summary": summary})
+    return out
 
 
 def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)) -> list[dict]:
@@ -130,52 +197,108 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
 def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
         budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
         equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True,
-        kernel_shapes: dict | None = None) -> dict:
+        kernel_shapes: dict | None = None, lengths=None, temperatures=None, sections=("all",)) -> dict:
+    """The whole record (module docstring). ``lengths`` / ``temperatures`` (default: ``max_new_tokens`` /
+    ``temperature``) span the regimes; ``sections`` picks the parts other than the sweep ("all", or any of
+    "equality", "engines", "phases", "samplers", "builder", "profile", "kernels")."""
+    from peagle_nb.engine.evaluate import make_decoder
+    from peagle_nb.results import make_results, validate, write_results
 
-    from peagle_nb.engine.evaluate import make_decoder, sweep_to_results
-    from peagle_nb.results import write_results
+    lengths = list(lengths or [max_new_tokens])
+    temperatures = list(temperatures if temperatures is not None else [temperature])
+
+    def want(name: str) -> bool:
+        return "all" in sections or name in sections
 
     deadline = time.monotonic() + budget_s if budget_s else None
-    on_gpu = next(target.parameters()).device.type == "cuda"
+    device = next(target.parameters()).device
+    on_gpu = device.type == "cuda"
     t0 = time.perf_counter()
+    first_set = next(iter(prompt_sets.values()))
+    p0 = tokenizer(first_set[0])["input_ids"]
+    extra: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # K past the trained depth is part of the sweep
-        equality = (check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts) if equal_prompts
-                    else None)
-        log(f"equality lean == reference: {equality and equality['all_equal']} ({time.perf_counter() - t0:.0f} s)")
-        first_set = next(iter(prompt_sets.values()))
-        engines = engines_side_by_side(target, tokenizer, first_set, max_new_tokens, side_by_side_repeats)
-        log(f"plain decoding lean / reference: {engines['lean_over_reference']['median']:.2f}x")
+        if equal_prompts and want("equality"):
+            extra["equality"] = check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts)
+            log(f"equality lean == reference: {extra['equality']['all_equal']} ({time.perf_counter() - t0:.0f} s)")
+        if on_gpu and want("kernels"):
+            extra["sampling_kernels"] = sampling_kernels_check(str(device))
+            log(f"sampling kernels vs references: {extra['sampling_kernels']['differing_outputs']}")
+        if want("engines"):
+            extra["engines"] = engines_side_by_side(target, tokenizer, first_set, lengths[0], side_by_side_repeats)
+            log(f"plain decoding lean / reference: {extra['engines']['lean_over_reference']['median']:.2f}x")
         decs = {("none", 1): make_decoder("lean", target, tokenizer)}
         for m, h in heads.items():
             for k in ks:
                 decs[(m, k)] = make_decoder("lean", target, tokenizer, h, m, k)
-        doc = sweep_to_results(
-            target, tokenizer, heads, prompt_sets, ks, max_new_tokens, deadline=deadline, repeats=repeats,
-            sweeps=sweeps, temperature=temperature, decoders=decs,
-            progress=lambda r: log(f"  s{r['sweep']} {r['prompt_set']:>6} {r['method']:>6} k={r['k']:<2} "
-                                   f"tau={r['tau']:.2f} tok/s={r['tokens_per_s']:.0f} [{r['tokens_per_s_p10']:.0f}"
-                                   f"-{r['tokens_per_s_p90']:.0f}] draft={r['draft_ms_per_step']:.3f} "
-                                   f"verify={r['verify_ms_per_step']:.3f} book={r['bookkeeping_ms_per_step']:.3f}ms "
-                                   f"lossless={r['lossless']}"))
-        p0 = tokenizer(first_set[0])["input_ids"]
-        doc["phases"] = phases(decs, p0)
-        doc["target_step_floor_ms"] = doc["phases"][0]["plain_ms"]
-        doc["builder_comparison"] = builder_comparison(target, tokenizer, heads["peagle"], p0,
-                                                       [k for k in (3, 7) if k in ks] or [max(ks)])
-        if on_gpu and profile:
-            doc["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0)
-    doc["equality"] = equality
+        if want("phases"):
+            extra["phases"] = phases(decs, p0, sorted(set([0.0] + temperatures)))
+            extra["target_step_floor_ms"] = extra["phases"][0]["plain_ms"]
+        if want("samplers") and any(t > 0 for t in temperatures):
+            extra["sampler_comparison"] = sampler_comparison(target, tokenizer, heads, p0,
+                                                             [k for k in (1, 3, 7) if k in ks] or [max(ks)],
+                                                             max(temperatures))
+            log("sampler comparison done")
+        if want("builder"):
+            extra["builder_comparison"] = builder_comparison(target, tokenizer, heads["peagle"], p0,
+                                                             [k for k in (3, 7) if k in ks] or [max(ks)])
+        if on_gpu and profile and want("profile"):
+            extra["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0,
+                                             temperatures=sorted(set([0.0] + temperatures)))
+        regimes = regime_sweeps(target, tokenizer, heads, prompt_sets, ks, lengths, temperatures, decs, repeats,
+                                sweeps, deadline, log)
+    first = regimes[0]
+    doc = make_results(
+        "engine", first["runs"],
+        model={"target": getattr(target.config, "_name_or_path", "") or "tiny-target",
+               "heads": {m: {"layers": h.config.num_hidden_layers, "trained_k": h.trained_k} for m, h in heads.items()},
+               "dtype": str(next(target.parameters()).dtype)},
+        notes=(f"batch 1, ignore EOS, lean engine; regimes: temperatures {temperatures} x generation lengths {lengths} "
+               f"(runs/summary: the first); {sweeps} sweep(s), each configuration's prompt set timed {repeats} "
+               "time(s) after a short warm-up generation of every prompt length (tokens_per_s: median, p10, p90, "
+               "every repeat kept; repeat_outliers: repeats over 1.3x from the median); tokens_per_s = generated "
+               "tokens / wall time of generate() incl. prefill; ttft_ms = target + drafter prefill + first token, "
+               "tpot_ms = decode time per output token after the first (p50 / p90 over requests); draft/verify/"
+               "bookkeeping ms per verification step; prefill runs eagerly (not captured)"))
+    doc["summary"] = first["summary"]
+    doc["regimes"] = regimes
+    doc.update(extra)
     if kernel_shapes:
         doc["kernel_shapes"] = kernel_shapes
-    doc["engines"] = engines
     doc["run_seconds"] = round(time.perf_counter() - t0, 1)
     if on_gpu:
-        doc["notes"] += ("; GPU: every step phase captured once as a CUDA graph (capture_ms, never in tokens/s); "
-                         "draft/verify ms are device time from CUDA events, bookkeeping the rest of the step's wall "
-                         "time; phases: each phase's graph replayed alone (device time only)")
+        doc["notes"] += ("; GPU: every step phase, sampling included, captured once as a CUDA graph (capture_ms, "
+                         "never in tokens/s); draft/verify ms are device time from CUDA events, bookkeeping the rest "
+                         "of the step's wall time; phases: each phase's graph replayed alone (device time only)")
+    doc = validate(doc)
     write_results(out, doc)
     return doc
+
+
+def merge_parts(docs: list[dict]) -> dict:
+    """One record from runs of this module made in several calls (a GPU lease caps each call's length): the regimes
+    of every part, sorted by (temperature, length); each other section from the first part that has it; ``runs`` /
+    ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
+    from peagle_nb.results import validate
+
+    if not docs:
+        raise ValueError("nothing to merge: give the parts' results files")
+    regimes = sorted((r for d in docs for r in d.get("regimes", [])), key=lambda r: (r["temperature"],
+                                                                                    r["max_new_tokens"]))
+    if not regimes:
+        raise ValueError("no part holds a 'regimes' section: record the parts with this module first")
+    out = {k: v for k, v in docs[0].items() if k not in ("regimes", "runs", "summary")}
+    for d in docs[1:]:
+        for k, v in d.items():
+            out.setdefault(k, v)
+    out["regimes"] = regimes
+    out["runs"], out["summary"] = regimes[0]["runs"], regimes[0]["summary"]
+    out["parts"] = [{"generator": d.get("generator"), "created": d.get("created"), "run_seconds": d.get("run_seconds"),
+                     "regimes": [(r["temperature"], r["max_new_tokens"]) for r in d.get("regimes", [])]}
+                    for d in docs]
+    out["run_seconds"] = round(sum(d.get("run_seconds", 0.0) for d in docs), 1)
+    return validate(out)
 
 
 def main(argv=None) -> int:
@@ -187,6 +310,8 @@ def main(argv=None) -> int:
     from peagle_nb.prompts import load_prompts
 
     p = argparse.ArgumentParser(prog="python -m peagle_nb.engine.run_sweep")
+    p.add_argument("--merge", nargs="+", default=None, metavar="PART",
+                   help="write --out from parts recorded by earlier calls (no measurement)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", required=True)
     p.add_argument("--models-dir", default=None)
@@ -199,6 +324,11 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="timed passes over each prompt set per configuration")
     p.add_argument("--sweeps", type=int, default=3, help="independent sweeps (the spread of best-K ratios)")
     p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--temperatures", default=None, help="comma list, e.g. 0,1 (default: --temperature)")
+    p.add_argument("--lengths", default=None, help="generation lengths, e.g. 64,256,512 (default: --max-new-tokens)")
+    p.add_argument("--sections", default="all",
+                   help="comma list of the parts besides the sweep: all, equality, engines, phases, samplers, builder, "
+                        "profile, kernels (none: the sweep only)")
     p.add_argument("--equal-prompts", type=int, default=4, help="prompts per set for the lean == reference check")
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--kernel-shapes", default=None,
@@ -206,6 +336,15 @@ def main(argv=None) -> int:
                         "use its chosen shapes and record them")
     p.add_argument("--budget-s", type=float, default=None, help="start no new configuration after this many seconds")
     a = p.parse_args(argv)
+    if a.merge:
+        import json
+
+        from peagle_nb.results import generator_command, write_results
+
+        doc = merge_parts([json.loads(Path(f).read_text()) for f in a.merge])
+        doc["generator"] = generator_command()
+        write_results(a.out, doc)
+        return 0
     shapes = None
     if a.kernel_shapes:
         import json
@@ -226,10 +365,12 @@ def main(argv=None) -> int:
     doc = run(target, tok, heads, sets, ks, a.max_new_tokens, Path(a.out),
               log=lambda s: print(s, file=sys.stderr, flush=True), budget_s=a.budget_s, repeats=a.repeats,
               sweeps=a.sweeps, temperature=a.temperature, equal_prompts=a.equal_prompts, profile=not a.no_profile,
-              kernel_shapes=shapes)
+              kernel_shapes=shapes, lengths=[int(x) for x in a.lengths.split(",")] if a.lengths else None,
+              temperatures=[float(x) for x in a.temperatures.split(",")] if a.temperatures else None,
+              sections=tuple(a.sections.split(",")))
     import json
 
-    print(json.dumps({k: doc[k] for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))
+    print(json.dumps({k: doc.get(k) for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))
     return 0
 
 

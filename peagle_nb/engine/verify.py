@@ -9,6 +9,12 @@ Sampling (temperature > 0): standard speculative rejection sampling (Leviathan e
 al. 2023). Draft j, drawn from the drafter's q_j, is kept with probability min(1, p_j(d)/q_j(d)); at the
 first rejection the token is resampled from norm(max(0, p_j - q_j)); when all K are kept, a bonus token
 is drawn from p_K. The output is then distributed exactly as sampling from the target p.
+This is ``peagle_kernels.sampled_verify`` (one Triton launch on CUDA, its PyTorch reference elsewhere).
+
+Randomness: every draw is made from uniforms drawn up front, one block per step (``step_uniforms``): the
+drafter's draws (K rows over its vocabulary), the resample (one row over the target vocabulary) and the K
+acceptance tests, in that order. Both engines draw the same block from the same seeded generator, so they
+sample the same tokens, and on a GPU the draws need no launch inside the captured step.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from peagle_kernels.greedy_verify import greedy_verify
+from peagle_kernels.sampled_verify import sampled_verify
 
 
 def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -36,34 +43,51 @@ def verify_greedy(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tu
     return int(accepted[0]), int(bonus[0])
 
 
+def inv_temperature(temperature: float, n: int = 1, device=None) -> torch.Tensor:
+    """[n] fp32 of 1/T (0 for greedy): the kernels multiply by it, so both engines round 1/T the same way."""
+    return torch.full((n,), 1.0 / temperature if temperature > 0 else 0.0, dtype=torch.float32, device=device)
+
+
+def step_uniforms(k: int, draft_vocab: int, vocab: int, generator, device=None) -> torch.Tensor:
+    """One step's uniforms [k * draft_vocab + vocab + k]: the drafts' draws, the resample, the acceptance tests."""
+    return torch.rand(k * draft_vocab + vocab + k, generator=generator, device=device)
+
+
+def split_uniforms(u: torch.Tensor, k: int, draft_vocab: int, vocab: int):
+    """``step_uniforms`` -> (drafts [k, draft_vocab], resample [vocab], acceptance [k]) views."""
+    n = k * draft_vocab
+    return u[:n].view(k, draft_vocab), u[n:n + vocab], u[n + vocab:n + vocab + k]
+
+
+def sample_token(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor:
+    """One draw from softmax(logits [V] / T) (``sampled_verify`` with no drafts) -> 0-d int64."""
+    v = logits.shape[-1]
+    u = torch.rand(v, generator=generator, device=logits.device)
+    _, token, _ = sampled_verify(logits.reshape(1, 1, v), None, None, None,
+                                 inv_temperature(temperature, 1, logits.device), None, u.reshape(1, v))
+    return token[0]
+
+
 def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
-                     generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Speculative rejection sampling, batched.
+                     generator: torch.Generator | None = None, use_triton: bool | None = None
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Speculative rejection sampling, batched, through ``peagle_kernels.sampled_verify``.
 
     draft_tokens [B, K] (drawn from draft_probs), draft_probs [B, K, V], target_probs [B, K+1, V], all
     over the TARGET vocabulary. Returns (accepted [B] int64, next_token [B] int64): the first
     ``accepted`` drafts are kept and ``next_token`` follows them (a resample at the first rejection,
-    else the bonus drawn from target_probs[:, K]).
+    else the bonus drawn from target_probs[:, K]). The probabilities go in as logits log(p) at T = 1.
     """
     b, k = draft_tokens.shape
     if draft_probs.shape[:2] != (b, k) or target_probs.shape[:2] != (b, k + 1):
         raise ValueError(f"shapes disagree: drafts {tuple(draft_tokens.shape)}, draft_probs "
                          f"{tuple(draft_probs.shape)}, target_probs {tuple(target_probs.shape)} "
                          "(need [B,K,V], [B,K+1,V])")
-    idx = draft_tokens.long().unsqueeze(-1)
-    p_d = target_probs[:, :k].gather(-1, idx).squeeze(-1)
-    q_d = draft_probs.gather(-1, idx).squeeze(-1)
-    u = torch.rand(b, k, generator=generator, device=draft_probs.device)
-    # q_d > 0 for a token drawn from q; the clamp only guards a caller passing an impossible draft.
-    keep = u < (p_d / q_d.clamp_min(1e-30)).clamp(max=1.0)
-    # accepted = length of the all-kept prefix
-    accepted = torch.cumprod(keep.long(), dim=1).sum(dim=1)
-    rows = torch.arange(b, device=draft_probs.device)
-    p_next = target_probs[rows, accepted]  # [B, V]: p at the first rejected (or bonus) position
-    q_next = torch.cat([draft_probs, torch.zeros_like(draft_probs[:, :1])], dim=1)[rows, accepted]  # 0 at bonus
-    residual = (p_next - q_next).clamp_min(0.0)
-    mass = residual.sum(-1, keepdim=True)
-    # mass == 0 only when p == q at that position, where rejection has probability 0: fall back to p.
-    residual = torch.where(mass > 1e-12, residual / mass.clamp_min(1e-30), p_next)
-    next_token = sample(residual, generator)
-    return accepted, next_token
+    v, dev = target_probs.shape[-1], target_probs.device
+    u_acc = torch.rand(b, k, generator=generator, device=dev)
+    u_res = torch.rand(b, v, generator=generator, device=dev)
+    identity = torch.arange(v, dtype=torch.int32, device=dev)
+    accepted, token, _ = sampled_verify(target_probs.float().log(), draft_tokens.long(), draft_probs.float(),
+                                        identity, inv_temperature(1.0, b, dev), u_acc, u_res,
+                                        use_triton=use_triton)
+    return accepted.long(), token

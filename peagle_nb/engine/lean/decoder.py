@@ -12,9 +12,15 @@ has the same shapes and can be replayed as CUDA graphs:
   padding]`` (2K rows), EAGLE-3's ``[accepted | bonus | padding]`` (K+1 rows);
 - ``draft``: P-EAGLE one pass, EAGLE-3 one pass and K-1 single-row passes;
 - ``verify``: the target over ``[bonus, d_1..d_K]`` at fixed width K+1, then acceptance
-  (``peagle_kernels.greedy_verify``, or rejection sampling at temperature > 0);
+  (``peagle_kernels.greedy_verify``, or at temperature > 0 ``peagle_kernels.sampled_verify``: rejection sampling
+  in one launch);
 - ``update``: the verified rows become the state. Rejected drafts need no rollback: rows attend to
   cache slots up to their own position, and the next step writes over the slots past the kept length.
+
+At temperature > 0 the drafts are drawn by ``peagle_kernels.draft_sample`` (one launch per drafter pass) from
+uniforms drawn before the step into a static buffer (one launch, ``engine.verify.step_uniforms``' layout), so the
+sampled step is captured as graphs just like the greedy one. ``sampler="reference"`` runs the same sampling as
+the kernels' PyTorch op chains instead (the step before fusion, for the comparison in notebook 04).
 
 A step ends with one small device-to-host copy (accepted count, next token, drafts). Timings per step:
 draft and verify (device time from CUDA events on a GPU, host clock on a CPU) and bookkeeping (the rest
@@ -29,14 +35,16 @@ import weakref
 import torch
 
 from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
+from peagle_kernels.draft_sample import draft_sample
 from peagle_kernels.greedy_verify import greedy_verify
 from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
+from peagle_kernels.sampled_verify import sampled_verify
 from peagle_nb.engine import checks
-from peagle_nb.engine.drafting import check_draft_sampling, one_hot_q
+from peagle_nb.engine.drafting import check_draft_sampling
 from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
 from peagle_nb.engine.lean.graphs import PhaseClock, Step
 from peagle_nb.engine.stats import GenerationResult, StepStats
-from peagle_nb.engine.verify import probs_from_logits, rejection_sample, sample
+from peagle_nb.engine.verify import inv_temperature, sample_token, split_uniforms
 
 _LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -55,17 +63,22 @@ class LeanDecoder:
 
     ``use_graphs`` (default: on CUDA) captures each step phase once as a CUDA graph. ``builder``: "fused" (the
     suite's input builder and hidden expansion, Triton on a GPU) or "eager" (the same work as the chain of
-    separate PyTorch ops vLLM used before fusing it; notebook 04 compares the two). ``mask_hidden`` (projected,
-    [H]) / ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only).
+    separate PyTorch ops vLLM used before fusing it; notebook 04 compares the two). ``sampler``: "fused" (the
+    Triton sampling kernels on a GPU) or "reference" (their PyTorch op chains). ``mask_hidden`` (projected, [H]) /
+    ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only).
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
-                 use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample"):
+                 use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
+                 sampler: str = "fused"):
         checks.check_method(method, head)
         if builder not in ("fused", "eager"):
             raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
-        self.builder = builder
+        if sampler not in ("fused", "reference"):
+            raise ValueError(f"sampler must be 'fused' or 'reference', got {sampler!r}")
+        self.builder, self.sampler = builder, sampler
+        self.kernel_triton = None if sampler == "fused" else False  # None: Triton on a GPU, PyTorch on a CPU
         self.draft_sampling = check_draft_sampling(draft_sampling)
         self.method, self.k = method, (k if method != "none" else 0)
         self.vocab = target.config.vocab_size
@@ -85,7 +98,12 @@ class LeanDecoder:
         # plain decoding: the next input token and its position
         self.tok = torch.zeros(1, dtype=torch.long, device=dev)
         self.pos = torch.zeros(1, dtype=torch.long, device=dev)
+        # sampling: 1/T (0 = greedy), written per generation; the step's uniforms, drawn before each sampled step
+        self.inv_t = torch.zeros(1, dtype=torch.float32, device=dev)
+        self.scratch = torch.zeros(2, dtype=torch.long, device=dev)  # outputs nobody reads
         if method == "none":
+            self.uniforms = torch.zeros(self.vocab, device=dev)
+            self.u_res = self.uniforms.view(1, -1)
             return
         checks.check_k(k, head, method)
         checks.check_head_fits_target(head, target)
@@ -103,6 +121,13 @@ class LeanDecoder:
             self.mask_id = 0
         vd = self.lh.lm_head.shape[1]
         self.d2t_ids = self.lh.to_target_ids(torch.arange(vd, device=dev)).long()
+        self.t2q = torch.full((self.vocab,), -1, dtype=torch.int32, device=dev)  # target id -> column of q
+        self.t2q[self.d2t_ids] = torch.arange(vd, dtype=torch.int32, device=dev)
+        self.uniforms = torch.zeros(k * vd + self.vocab + k, device=dev)
+        self.u_draft, u_res, u_acc = split_uniforms(self.uniforms, k, vd, self.vocab)
+        self.u_res, self.u_acc = u_res.view(1, -1), u_acc.view(1, -1)
+        self.inv_t_rows = torch.zeros(k, dtype=torch.float32, device=dev)
+        self.q = torch.zeros(k, vd, dtype=torch.float32, device=dev)  # the drafter's q per draft (rule "sample")
         K, feat = self.k, len(self.layer_ids) * self.lt.embed.shape[1]
         z = lambda *s, dt=torch.long: torch.zeros(*s, dtype=dt, device=dev)  # noqa: E731
         # the verification state (read by build/verify, written by update)
@@ -117,7 +142,7 @@ class LeanDecoder:
         self.qsl = torch.tensor([0, K + 1], dtype=torch.int32, device=dev)
         self.block_table = z(1, 1, dt=torch.int32)
         # EAGLE-3's single-row passes
-        self.chain_tok, self.chain_h, self.chain_p = z(1), z(1, self.lh.hidden_size, dt=self.lt.dtype), z(1)
+        self.chain_h, self.chain_p = z(1, self.lh.hidden_size, dt=self.lt.dtype), z(1)
 
     # ------------------------------------------------------------------------------------------ phases
     def _step(self, name: str, fn) -> Step:
@@ -131,6 +156,9 @@ class LeanDecoder:
         logits = logits.float()
         if greedy:
             self.tok.copy_(logits.argmax(-1))
+        else:  # one draw from softmax(logits / T): sampled verification with no drafts
+            sampled_verify(logits.reshape(1, 1, -1), None, None, None, self.inv_t, None, self.u_res,
+                           out=(self.scratch[:1], self.tok, self.scratch[1:]), use_triton=self.kernel_triton)
         self.pos.add_(1)
         return logits
 
@@ -146,6 +174,13 @@ class LeanDecoder:
         di = build_draft_inputs(*args, **kw, max_query_len=self.k + 1, check_values=False)
         return di, expand_hidden(projected, self.mask_h, di.hidden_src, check_values=False)
 
+    def _sample_rows(self, logits, j: int) -> None:
+        """Drafts j.. from their logits [n, Vd] at T > 0 (``peagle_kernels.draft_sample``) into ``drafts`` / ``q``."""
+        n = logits.shape[0]
+        draft_sample(logits, self.inv_t_rows[j: j + n], self.u_draft[j: j + n], self.d2t_ids,
+                     sample=self.draft_sampling == "sample", tokens_out=self.drafts[j: j + n],
+                     probs_out=self.q[j: j + n], use_triton=self.kernel_triton)
+
     def _draft_pass(self, greedy: bool):
         """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""
         di, hidden = self._steps["build"].out
@@ -157,24 +192,27 @@ class LeanDecoder:
             self.chain_p.copy_(di.positions[rows] + 1)
         if greedy:
             self.drafts[: logits.shape[0]].copy_(self.lh.to_target_ids(logits.argmax(-1)))
+        else:
+            self._sample_rows(logits, 0)
         return logits
 
-    def _chain_pass(self, j: int | None, greedy: bool):
+    def _chain_pass(self, j: int, greedy: bool):
         """EAGLE-3's next single-row pass: the previous draft and the previous pass's pre-norm hidden state."""
-        tok = self.drafts[j - 1: j] if greedy else self.chain_tok
-        pre = self.lh.forward(tok, self.chain_h, self.chain_p, self.chain_p, self.hcache)
+        pre = self.lh.forward(self.drafts[j - 1: j], self.chain_h, self.chain_p, self.chain_p, self.hcache)
         logits = self.lh.logits(pre)
         self.chain_h.copy_(pre)
         self.chain_p.add_(1)
         if greedy:
             self.drafts[j: j + 1].copy_(self.lh.to_target_ids(logits.argmax(-1)))
+        else:
+            self._sample_rows(logits, j)
         return logits
 
-    def _draft_greedy(self):
-        self._draft_pass(True)
+    def _draft(self, greedy: bool):
+        self._draft_pass(greedy)
         if self.method == "eagle3":
             for j in range(1, self.k):
-                self._chain_pass(j, True)
+                self._chain_pass(j, greedy)
 
     def _verify(self, greedy: bool):
         self.new_p0.copy_(self.v_pos0 + (self.k + 1) - self.n_rej)
@@ -187,6 +225,11 @@ class LeanDecoder:
             acc, nxt, _ = greedy_verify(self.drafts[None], logits.argmax(-1)[None], check_values=False)
             self.acc.copy_(acc)
             self.nxt.copy_(nxt)
+        else:
+            one_hot = self.draft_sampling == "greedy"
+            sampled_verify(logits[None], self.drafts[None], None if one_hot else self.q[None], self.t2q, self.inv_t,
+                           self.u_acc, self.u_res, q_one_hot=one_hot, out=(self.acc, self.nxt, self.scratch[:1]),
+                           use_triton=self.kernel_triton)
         return logits
 
     def _update(self):
@@ -196,34 +239,6 @@ class LeanDecoder:
         self.n_rej.copy_(self.k - self.acc)
         self.bonus.copy_(self.nxt)
         self.packet.copy_(torch.cat([self.acc, self.nxt, self.drafts]))
-
-    # ---------------------------------------------------------------------------------------- sampling
-    def _pick(self, logits, temperature, gen):
-        """draft logits [n, Vd] -> (target ids [n], q over the target vocabulary [n, V]); ``ChainDrafter._pick``."""
-        if self.draft_sampling == "greedy":
-            ids = self.lh.to_target_ids(logits.argmax(-1)).long()
-            return ids, one_hot_q(ids, self.vocab)
-        q_draft = probs_from_logits(logits, temperature)
-        ids = sample(q_draft, gen)
-        q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
-        q[:, self.d2t_ids] = q_draft
-        return self.lh.to_target_ids(ids).long(), q
-
-    def _draft_sampled(self, temperature, gen) -> torch.Tensor:
-        logits = self._step("draft_pass", lambda: self._draft_pass(False))()
-        toks, qs = self._pick(logits, temperature, gen)
-        if self.method == "peagle":
-            self.drafts.copy_(toks)
-            return qs
-        qs = [qs]
-        self.drafts[:1].copy_(toks)
-        chain = self._step("chain_pass", lambda: self._chain_pass(None, False))
-        for j in range(1, self.k):
-            self.chain_tok.copy_(toks)
-            toks, q = self._pick(chain(), temperature, gen)
-            self.drafts[j: j + 1].copy_(toks)
-            qs.append(q)
-        return torch.cat(qs)
 
     # -------------------------------------------------------------------------------------- generation
     def _check_args(self, prompt_ids, max_new_tokens, temperature) -> torch.Tensor:
@@ -268,7 +283,10 @@ class LeanDecoder:
         logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
                                         logits_rows=slice(-1, None))
         logits = logits[-1].float()
-        first = logits.argmax() if greedy else sample(probs_from_logits(logits, temperature), gen)
+        self.inv_t.fill_(1.0 / temperature if not greedy else 0.0)
+        if self.method != "none":
+            self.inv_t_rows.copy_(inv_temperature(temperature, self.k, self.device))
+        first = logits.argmax() if greedy else sample_token(logits, temperature, gen)
         if self.method != "none":
             if n > 1:  # the drafter's context: slot i = (token x_{i+1}, feature f_i) at position i
                 self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache)
@@ -295,15 +313,18 @@ class LeanDecoder:
         return result
 
     @torch.inference_mode()
-    def phase_ms(self, reps: int = 50) -> dict[str, float]:
-        """Each greedy phase of a step timed alone, ``reps`` times back to back after a generation left a valid
-        state: on a GPU the device time of one graph replay (no host work in it: what a step could cost if the
-        host were free), on a CPU the host time of one eager call (median). Replaying a phase repeats its
-        writes, which the next step overwrites; plain decoding's position is restored."""
-        names = ("plain_True",) if self.method == "none" else ("build", "draft", "verify_greedy", "update")
+    def phase_ms(self, reps: int = 50, greedy: bool = True) -> dict[str, float]:
+        """Each phase of a greedy (or, ``greedy=False``, a sampled) step timed alone, ``reps`` times back to back
+        after a generation in that mode left a valid state: on a GPU the device time of one graph replay (no host
+        work in it: what a step could cost if the host were free), on a CPU the host time of one eager call
+        (median). Replaying a phase repeats its writes, which the next step overwrites; plain decoding's position
+        is restored. Keys: ``plain`` or ``build``, ``draft``, ``verify``, ``update``."""
+        names = (f"plain_{greedy}",) if self.method == "none" else ("build", f"draft_{greedy}", f"verify_{greedy}",
+                                                                     "update")
         missing = [n for n in names if n not in self._steps]
         if missing:
-            raise RuntimeError(f"phase_ms needs a greedy generation first (phases not run yet: {missing})")
+            mode = "greedy" if greedy else "sampled"
+            raise RuntimeError(f"phase_ms needs a {mode} generation first (phases not run yet: {missing})")
         out = {}
         for name in names:
             step = self._steps[name]
@@ -327,16 +348,16 @@ class LeanDecoder:
                     step.fn()
                     times.append((time.perf_counter() - t0) * 1e3)
             self.pos.copy_(pos)
-            out[name.removesuffix("_greedy").replace("plain_True", "plain")] = sorted(times)[len(times) // 2]
+            out[name.split("_")[0]] = sorted(times)[len(times) // 2]
         return out
 
     def _plain_step(self, greedy, temperature, gen) -> dict:
         clock = self.clock
         clock.start()
-        logits = self._step(f"plain_{greedy}", lambda: self._plain(greedy))()
-        clock.mark("verify")
         if not greedy:
-            self.tok.copy_(sample(probs_from_logits(logits, temperature), gen))
+            self.uniforms.uniform_(generator=gen)
+        self._step(f"plain_{greedy}", lambda: self._plain(greedy))()
+        clock.mark("verify")
         tok = int(self.tok)
         wall = clock.wall_ms()
         ph = clock.phases_ms()
@@ -346,19 +367,13 @@ class LeanDecoder:
     def _spec_step(self, greedy, temperature, gen) -> dict:
         clock = self.clock
         clock.start()
+        if not greedy:  # the step's draws (engine.verify.step_uniforms' layout), before the captured phases
+            self.uniforms.uniform_(generator=gen)
         self._step("build", self._build)()
         clock.mark("bookkeeping")
-        if greedy:
-            self._step("draft", self._draft_greedy)()
-            clock.mark("draft")
-            self._step("verify_greedy", lambda: self._verify(True))()
-        else:
-            q = self._draft_sampled(temperature, gen)
-            clock.mark("draft")
-            logits = self._step("verify_sampled", lambda: self._verify(False))()
-            a, nxt = rejection_sample(self.drafts[None], q[None], probs_from_logits(logits, temperature)[None], gen)
-            self.acc.copy_(a)
-            self.nxt.copy_(nxt)
+        self._step(f"draft_{greedy}", lambda: self._draft(greedy))()
+        clock.mark("draft")
+        self._step(f"verify_{greedy}", lambda: self._verify(greedy))()
         clock.mark("verify")
         self._step("update", self._update)()
         clock.mark("bookkeeping")

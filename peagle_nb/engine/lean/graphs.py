@@ -51,12 +51,14 @@ class Step:
         # A graph of a decoder dropped earlier, freed by the garbage collector in the middle of this capture, calls
         # a CUDA function that capture forbids and invalidates it: collect first, and not during capture (as vLLM).
         gc.collect()
+        was_enabled = gc.isenabled()
         gc.disable()
         try:
             with torch.cuda.graph(graph):
                 self.out = self.fn()
         finally:
-            gc.enable()
+            if was_enabled:  # a caller that had switched the collector off keeps it off
+                gc.enable()
         torch.cuda.synchronize()
         self.graph = graph
         self.capture_ms = (time.perf_counter() - t0) * 1e3

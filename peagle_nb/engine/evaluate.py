@@ -199,6 +199,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
         "step_ms_p90": step_sp["p90"],
         "repeats": repeats,
         "capture_ms": getattr(dec, "capture_ms", 0.0),
+        "prefill": ("graph" if getattr(dec, "use_graphs", False) and dec.pad_prefill else
+                    "padded" if getattr(dec, "pad_prefill", False) else "eager"),
         "lossless": lossless,
     }
 

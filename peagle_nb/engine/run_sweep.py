@@ -154,6 +154,38 @@ def sampling_kernels_check(device: str, reps: int = 30) -> dict:
             + benchmark_draft_sample((1, 3, 7, 10), device=device, reps=reps)}
 
 
+def prefill_comparison(target, tokenizer, heads: dict, prompt_sets: dict, ks: dict, repeats: int = 5) -> list[dict]:
+    """Time to first token (``generate(prompt, 1)``: the target's prefill, the drafter's, the first token) per prompt
+    set and method, with the prefill run eagerly and as one padded step per length bucket (a CUDA graph on a GPU):
+    TTFT p50 / p90 over prompts of each prompt's median over ``repeats``, and the drafter's share (TTFT minus plain
+    decoding's TTFT, over plain decoding's). ``ks``: {method: K} of the decoders used."""
+    import statistics
+
+    from peagle_nb.engine.evaluate import encode_prompts, spread
+    from peagle_nb.engine.lean import LeanDecoder
+
+    rows = []
+    for pad in (False, True):
+        for set_name, prompts in prompt_sets.items():
+            ids = encode_prompts(tokenizer, prompts)
+            ttft = {}
+            for method in ["none"] + list(heads):
+                dec = LeanDecoder(target, tokenizer, heads.get(method), method, ks.get(method, 1), pad_prefill=pad)
+                for p in ids:  # warm every length (and capture its graph)
+                    dec.generate(p, 1)
+                per_prompt = [statistics.median(dec.generate(p, 1).prefill_ms for _ in range(repeats)) for p in ids]
+                ttft[method] = spread(per_prompt)
+                rows.append({"prefill": ("graph" if dec.use_graphs and pad else "padded" if pad else "eager"),
+                             "prompt_set": set_name, "method": method, "k": dec.k, "n_prompts": len(ids),
+                             "prompt_tokens": [len(p) for p in ids], "ttft_ms": ttft[method]["median"],
+                             "ttft_ms_p90": ttft[method]["p90"], "repeats": repeats})
+            for r in rows[-len(ttft):]:
+                if r["method"] != "none":
+                    r["drafter_prefill_over_target"] = (r["ttft_ms"] - ttft["none"]["median"]) / ttft["none"]["median"]
+                    r["ttft_over_plain"] = r["ttft_ms"] / ttft["none"]["median"]
+    return rows
+
+
 def regime_sweeps(target, tokenizer, heads: dict, prompt_sets: dict, ks, lengths, temperatures, decoders: dict,
                   repeats: int, sweeps: int, deadline: float | None, log=print) -> list[dict]:
     """The sweep at every (temperature, generation length): runs with TTFT / TPOT and a summary per regime. Greedy
@@ -200,7 +232,7 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
         kernel_shapes: dict | None = None, lengths=None, temperatures=None, sections=("all",)) -> dict:
     """The whole record (module docstring). ``lengths`` / ``temperatures`` (default: ``max_new_tokens`` /
     ``temperature``) span the regimes; ``sections`` picks the parts other than the sweep ("all", or any of
-    "equality", "engines", "phases", "samplers", "builder", "profile", "kernels")."""
+    "equality", "engines", "phases", "samplers", "builder", "profile", "kernels", "prefill")."""
     from peagle_nb.engine.evaluate import make_decoder
     from peagle_nb.results import make_results, validate, write_results
 
@@ -243,6 +275,11 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
         if want("builder"):
             extra["builder_comparison"] = builder_comparison(target, tokenizer, heads["peagle"], p0,
                                                              [k for k in (3, 7) if k in ks] or [max(ks)])
+        if want("prefill"):
+            best = {"eagle3": 3 if 3 in ks else max(ks), "peagle": 5 if 5 in ks else max(ks)}
+            extra["prefill_comparison"] = prefill_comparison(target, tokenizer, heads, prompt_sets, best)
+            log("prefill comparison: " + ", ".join(f"{r['prefill']} {r['prompt_set']} {r['method']} "
+                                                   f"{r['ttft_ms']:.2f}" for r in extra["prefill_comparison"]))
         if on_gpu and profile and want("profile"):
             extra["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0,
                                              temperatures=sorted(set([0.0] + temperatures)))
@@ -278,14 +315,18 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
 
 def merge_parts(docs: list[dict]) -> dict:
     """One record from runs of this module made in several calls (a GPU lease caps each call's length): the regimes
-    of every part, sorted by (temperature, length); each other section from the first part that has it; ``runs`` /
+    of every part, sorted by (temperature, length), a later part's replacing an earlier one's; each other section
+    from the first part that has it; ``runs`` /
     ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
     from peagle_nb.results import validate
 
     if not docs:
         raise ValueError("nothing to merge: give the parts' results files")
-    regimes = sorted((r for d in docs for r in d.get("regimes", [])), key=lambda r: (r["temperature"],
-                                                                                    r["max_new_tokens"]))
+    by_regime: dict = {}
+    for d in docs:  # a later part's regime replaces an earlier one's at the same (temperature, length)
+        for r in d.get("regimes", []):
+            by_regime[(r["temperature"], r["max_new_tokens"])] = r
+    regimes = [by_regime[key] for key in sorted(by_regime)]
     if not regimes:
         raise ValueError("no part holds a 'regimes' section: record the parts with this module first")
     out = {k: v for k, v in docs[0].items() if k not in ("regimes", "runs", "summary")}
@@ -328,7 +369,7 @@ def main(argv=None) -> int:
     p.add_argument("--lengths", default=None, help="generation lengths, e.g. 64,256,512 (default: --max-new-tokens)")
     p.add_argument("--sections", default="all",
                    help="comma list of the parts besides the sweep: all, equality, engines, phases, samplers, builder, "
-                        "profile, kernels (none: the sweep only)")
+                        "profile, kernels, prefill (none: the sweep only)")
     p.add_argument("--equal-prompts", type=int, default=4, help="prompts per set for the lean == reference check")
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--kernel-shapes", default=None,

@@ -149,3 +149,54 @@ def test_too_long_generation_is_refused_before_decoding(shipped):
         dec.generate([5] * 1000, 64)
     with pytest.raises(ValueError, match="use_graphs=True needs"):
         LeanDecoder(target, tok, use_graphs=True)
+
+
+@pytest.mark.parametrize("method,k", [("none", 1), ("eagle3", 3), ("peagle", 5)])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_padded_prefill_gives_the_same_generation(shipped, method, k, temperature):
+    """The GPU's prefill path (prompt padded to a bucket length, last row picked on the device) run on the CPU:
+    the same tokens and accepted counts as the unpadded prefill, for several prompt lengths."""
+    target, tok, heads = shipped
+    for text in load_prompts(paths.prompts_dir() / "prose.jsonl", 3):
+        ids = tok(text)["input_ids"]
+        plain = LeanDecoder(target, tok, heads.get(method), method, k).generate(ids, 20, temperature, seed=3)
+        padded = LeanDecoder(target, tok, heads.get(method), method, k, pad_prefill=True).generate(
+            ids, 20, temperature, seed=3)
+        assert plain.tokens == padded.tokens
+        assert [s.accepted for s in plain.steps] == [s.accepted for s in padded.steps]
+
+
+@pytest.mark.parametrize("method", ["none", "eagle3", "peagle"])
+@pytest.mark.parametrize("draft_sampling", ["sample", "greedy"])
+def test_reference_sampler_gives_the_same_sampled_generation(shipped, method, draft_sampling):
+    """The sampling kernels' path and their PyTorch op chains (the step before fusion) sample the same tokens."""
+    target, tok, heads = shipped
+    ids = tok(load_prompts(paths.prompts_dir() / "ja.jsonl", 1)[0])["input_ids"]
+    kw = {} if method == "none" else {"draft_sampling": draft_sampling}
+    a = LeanDecoder(target, tok, heads.get(method), method, 4, **kw).generate(ids, 24, 1.0, seed=7)
+    b = LeanDecoder(target, tok, heads.get(method), method, 4, sampler="reference", **kw).generate(ids, 24, 1.0,
+                                                                                                  seed=7)
+    assert a.tokens == b.tokens and [s.accepted for s in a.steps] == [s.accepted for s in b.steps]
+    with pytest.raises(ValueError, match="sampler must be"):
+        LeanDecoder(target, tok, heads.get(method), method, 4, sampler="triton")
+
+
+def test_sampled_phases_are_timed_after_a_sampled_generation(shipped):
+    target, tok, heads = shipped
+    dec = LeanDecoder(target, tok, heads["eagle3"], "eagle3", 3)
+    with pytest.raises(RuntimeError, match="needs a sampled generation first"):
+        dec.phase_ms(reps=2, greedy=False)
+    dec.generate(tok("def main():")["input_ids"], 16, 1.0, seed=1)
+    ph = dec.phase_ms(reps=2, greedy=False)
+    assert set(ph) == {"build", "draft", "verify", "update"} and all(v > 0 for v in ph.values())
+
+
+def test_records_carry_ttft_and_tpot(shipped):
+    from peagle_nb.engine.evaluate import evaluate, repeat_outliers
+
+    target, tok, heads = shipped
+    prompts = load_prompts(paths.prompts_dir() / "code.jsonl", 2)
+    rec = evaluate(target, tok, heads["peagle"], "peagle", 3, prompts, 12, temperature=1.0, repeats=2)
+    assert 0 < rec["ttft_ms"] <= rec["ttft_ms_p90"] and 0 < rec["tpot_ms"] <= rec["tpot_ms_p90"]
+    assert len(rec["tpot_ms_repeats"]) == 2 and isinstance(rec["repeat_outliers"], list)
+    assert repeat_outliers([100.0, 102.0, 400.0, 99.0]) == [2] and repeat_outliers([1.0, 1.1, 0.95]) == []

@@ -47,6 +47,9 @@ from peagle_nb.engine.stats import GenerationResult, StepStats
 from peagle_nb.engine.verify import inv_temperature, sample_token, split_uniforms
 
 _LEAN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# On a GPU a prompt is padded up to one of these lengths and its prefill (the target's and the drafter's) replayed as
+# a CUDA graph captured once per length, so that time to first token is the model's work, not ~100 launches.
+PREFILL_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
 
 
 def _shared(module, make):
@@ -65,13 +68,14 @@ class LeanDecoder:
     suite's input builder and hidden expansion, Triton on a GPU) or "eager" (the same work as the chain of
     separate PyTorch ops vLLM used before fusing it; notebook 04 compares the two). ``sampler``: "fused" (the
     Triton sampling kernels on a GPU) or "reference" (their PyTorch op chains). ``mask_hidden`` (projected, [H]) /
-    ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only).
+    ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only). ``pad_prefill`` (default: with graphs)
+    pads each prompt to a ``PREFILL_BUCKETS`` length and runs its prefill as one step per length (a graph on a GPU).
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
                  use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
-                 sampler: str = "fused"):
+                 sampler: str = "fused", pad_prefill: bool | None = None):
         checks.check_method(method, head)
         if builder not in ("fused", "eager"):
             raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
@@ -87,6 +91,8 @@ class LeanDecoder:
         self.use_graphs = self.device.type == "cuda" if use_graphs is None else bool(use_graphs)
         if self.use_graphs and self.device.type != "cuda":
             raise ValueError("use_graphs=True needs the models on a CUDA device")
+        self.pad_prefill = self.use_graphs if pad_prefill is None else bool(pad_prefill)
+        self._prefill_bufs: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.tcache = self.lt.new_cache()
         self.capacity = self.tcache.capacity
         self.layer_ids: tuple[int, ...] = ()
@@ -143,6 +149,40 @@ class LeanDecoder:
         self.block_table = z(1, 1, dt=torch.int32)
         # EAGLE-3's single-row passes
         self.chain_h, self.chain_p = z(1, self.lh.hidden_size, dt=self.lt.dtype), z(1)
+
+    # ----------------------------------------------------------------------------------------- prefill
+    def _prefill_pass(self, ids, pos, last):
+        """The target over a padded prompt (rows past ``last`` are padding: they write cache slots that later steps
+        overwrite before anything attends to them) and the drafter over its context -> (logits of row ``last``
+        [1, V], features of row ``last`` [1, F] or None)."""
+        logits, feats = self.lt.forward(ids, pos, pos, self.tcache, self.layer_ids, logits_rows=last)
+        if self.method == "none":
+            return logits.float(), None
+        self.lh.forward(ids[1:], self.lh.project(feats[:-1]), pos[:-1], pos[:-1], self.hcache)
+        return logits.float(), feats.index_select(0, last)
+
+    def _prefill(self, prompt) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Prefill of ``prompt`` -> (its last row's logits [V], its last row's features [F] or None)."""
+        n = prompt.numel()
+        if not self.pad_prefill:
+            positions = torch.arange(n, device=self.device)
+            logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
+                                            logits_rows=slice(-1, None))
+            if self.method != "none" and n > 1:  # the drafter's context: slot i = (token x_{i+1}, feature f_i)
+                self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache)
+            return logits[-1].float(), None if feats is None else feats[-1]
+        length = next((b for b in PREFILL_BUCKETS if b >= n), self.capacity)
+        length = min(max(length, n), self.capacity)
+        if length not in self._prefill_bufs:
+            self._prefill_bufs[length] = (torch.zeros(length, dtype=torch.long, device=self.device),
+                                          torch.arange(length, device=self.device),
+                                          torch.zeros(1, dtype=torch.long, device=self.device))
+        ids, pos, last = self._prefill_bufs[length]
+        ids.zero_()
+        ids[:n].copy_(prompt)
+        last.fill_(n - 1)
+        logits, feat = self._step(f"prefill_{length}", lambda: self._prefill_pass(ids, pos, last))()
+        return logits[0], None if feat is None else feat[0]
 
     # ------------------------------------------------------------------------------------------ phases
     def _step(self, name: str, fn) -> Step:
@@ -279,21 +319,16 @@ class LeanDecoder:
         sync()
         t0 = time.perf_counter()
         n = prompt.numel()
-        positions = torch.arange(n, device=self.device)
-        logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
-                                        logits_rows=slice(-1, None))
-        logits = logits[-1].float()
+        logits, last_feat = self._prefill(prompt)
         self.inv_t.fill_(1.0 / temperature if not greedy else 0.0)
         if self.method != "none":
             self.inv_t_rows.copy_(inv_temperature(temperature, self.k, self.device))
         first = logits.argmax() if greedy else sample_token(logits, temperature, gen)
         if self.method != "none":
-            if n > 1:  # the drafter's context: slot i = (token x_{i+1}, feature f_i) at position i
-                self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache)
             # as if a verification of [x_{n-1}, ...] had rejected every draft: the next step drafts after x_n
             self.v_tokens[0] = prompt[-1]
             self.v_pos0.fill_(n - 1)
-            self.v_feats[0] = feats[-1]
+            self.v_feats[0] = last_feat
             self.n_rej.fill_(self.k)
             self.bonus.copy_(first.reshape(1))
         else:

@@ -32,7 +32,8 @@ def test_preset_plan_is_valid_printable_and_round_trips():
     assert plan.image_uri == f"{DLC_US_WEST_2}/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
     assert "image_uris.retrieve" in plan.image_source and plan.inference_ami_version == images.CUDA13_AMI
     text = plan.describe()
-    assert "vllm serve --port 8080 --async-scheduling --kv-cache-dtype fp8" in text and "no price for us-west-2 in the table" in text
+    assert "vllm serve --port 8080 --async-scheduling --kv-cache-dtype fp8" in text
+    assert "no price for us-west-2 in the table" in text
     assert DeploymentPlan.from_json(plan.to_json()) == plan
     assert json.loads(plan.to_json())["env"]["SM_VLLM_ASYNC_SCHEDULING"] == ""  # portable bare flag
     assert list(plan.env) == sorted(plan.env)  # the order the current entrypoint uses, written for the older ones
@@ -117,11 +118,16 @@ def test_the_g7e_image_is_the_one_in_jumpstarts_recorded_spec():
         assert images.choose_image(region, "ml.g7e.2xlarge").uri == peagle["image"]
 
 
-def test_our_cuda13_family_list_is_the_sdks():
-    sdk = images.sdk_cuda13_families()
+def test_our_cuda13_family_list_is_the_sdks(monkeypatch):
+    """The SDK keeps the instance families it pairs with the CUDA 13 AMI under a private name, with no public
+    accessor; the package keeps its own copy (images.CUDA13_AMI_FAMILIES) and this test reads the private
+    name only to catch the SDK changing its list. Its own resolver, run on a cu130 image, must agree too."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # importing sagemaker.serve builds clients
+    servers = pytest.importorskip("sagemaker.serve.model_builder_servers")
+    sdk = getattr(servers, "_CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES", None)
     if sdk is None:
-        pytest.skip("this sagemaker-serve release has no CUDA 13 AMI list")
-    assert images.CUDA13_AMI_FAMILIES == sdk
+        pytest.fail("sagemaker-serve no longer has its CUDA 13 AMI list: check images.CUDA13_AMI_FAMILIES by hand")
+    assert images.CUDA13_AMI_FAMILIES == frozenset(sdk)
 
 
 def test_multi_gpu_instance_sets_tensor_parallel():

@@ -133,6 +133,12 @@ class JumpStartDeployment(Deployment):
             self.chosen = choose_config(configs, self.config_name)
             spec = self.chosen["speculative_config"]
             self.plan.k = int(spec["num_speculative_tokens"])
+            # The configuration's own timeouts bound the start-up; the wait is derived from them.
+            for key, field in (("startup_health_check_timeout_s", "startup_health_timeout_s"),
+                               ("model_data_download_timeout_s", "model_data_download_timeout_s")):
+                if self.chosen.get(key):
+                    setattr(self.plan, field, int(self.chosen[key]))
+            timeout_s = self.announce_wait(timeout_s)
             self.progress(f"JumpStart {self.model_id}: configurations {[c['name'] for c in configs]}; deploying "
                           f"{self.chosen['name']!r} with speculative config {json.dumps(spec)}")
             # Tags before build(): older sagemaker-serve releases have no build(tags=...).

@@ -3,8 +3,11 @@
 Explained in notebook 06. :class:`Deployment` drives the SageMaker Python SDK v3 resource classes
 (``sagemaker.core.resources.Model`` / ``EndpointConfig`` / ``Endpoint``); the requests come from
 :meth:`DeploymentPlan.requests` (boto3 shape, converted with the SDK's own ``transform``), so the dry run
-prints exactly what is sent. Streaming uses boto3's sagemaker-runtime client directly (the SDK's
-``invoke_with_response_stream`` wraps the same call but re-parses the event stream into pydantic shapes).
+prints exactly what is sent. Requests to the endpoint (invoke, stream, the benchmark) go through the one
+sagemaker-runtime client :func:`runtime_client` configures (explicit timeouts, no silent re-send), after
+``request_checks`` has refused what the endpoint would refuse; a ``ModelError`` becomes
+:class:`EndpointRefused` with the model server's message. The wait for InService is derived from the
+model's own timeouts (:meth:`Deployment.wait_budget_s`) and printed before anything is created.
 
 Safety rules, all tested against moto (tests/sagemaker/):
 - every resource is tagged (``peagle-nb:suite``, ``peagle-nb:run``), uploaded S3 objects included, so

@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install notebooks test lint hygiene env clean
+.PHONY: install notebooks test test-sdk-floor lint hygiene env clean
 
 install: $(STAMP)
 
@@ -38,6 +38,10 @@ notebooks: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The SageMaker tests again, against the oldest SDK the `sagemaker` extra admits, in a venv of its own (no vLLM).
+test-sdk-floor: install
+	$(BIN)/python tests/sagemaker/sdk_floor.py --stack $(VENV) $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -6,9 +6,13 @@
     peagle-nb sagemaker invoke --endpoint NAME --prompt "..." [--stream]
     peagle-nb sagemaker cleanup --tag peagle-nb:run=12021130ab12 [--s3-bucket B] [--dry-run]  # leftovers
 
-Every argument is checked before anything starts or any AWS call is made: a bad one ends in one paragraph
-naming the problem and the fix, with exit code 2. The notebook 06 explains each step; this is the same
-code without Jupyter.
+Every argument is checked before anything starts or any AWS call is made, the request too (``--max-tokens``
+against the preset's maximum model length, an empty or oversize prompt, K against the head's trained K, the
+instance type): a bad one ends in one paragraph naming the problem and the fix, with exit code 2. A request
+the live endpoint refuses (SageMaker's ``ModelError``) ends in one paragraph and exit code 1. ``deploy`` then
+reads the speculation verdict from the endpoint's log: exit 0 when speculation is active, 1 when inactive, 3
+when the log cannot be read (the paragraph names the missing permission). The notebook 06 explains each step;
+this is the same code without Jupyter.
 """
 
 from __future__ import annotations
@@ -95,11 +99,10 @@ def argument_problems(args) -> list[str]:
     if getattr(args, "s3_bucket", None) is not None and not S3_BUCKET_RE.match(args.s3_bucket):
         problems.append(f"--s3-bucket {args.s3_bucket!r} is not an S3 bucket name: pass the bare name "
                         "(lower case, digits, '.', '-'; no s3:// prefix)")
-    if hasattr(args, "prompt") and not (args.prompt or "").strip():
-        problems.append("--prompt is empty: the model server refuses an empty prompt, so nothing would be "
-                        "generated; pass some text, e.g. --prompt 'def fibonacci(n):'")
-    if getattr(args, "max_tokens", None) is not None and args.max_tokens < 1:
-        problems.append(f"--max-tokens {args.max_tokens}: ask for at least one token")
+    if hasattr(args, "prompt"):
+        from peagle_nb.sagemaker.request_checks import request_problems
+
+        problems += request_problems(args.prompt or "", getattr(args, "max_tokens", None), option="--")
     if getattr(args, "endpoint", None) is not None and not NAME_RE.match(args.endpoint):
         problems.append(f"--endpoint {args.endpoint!r} is not a SageMaker endpoint name (letters, digits and "
                         "hyphens, up to 63): pass the name `peagle-nb sagemaker deploy --keep` printed")
@@ -157,17 +160,37 @@ def run(args) -> int:
     return 1
 
 
+def _checked_plan(args):
+    """The plan of ``args``, with the request checked against it (PlanError before anything starts)."""
+    from peagle_nb.sagemaker.plan import PlanError
+    from peagle_nb.sagemaker.request_checks import request_problems
+
+    plan = _build(args)
+    problems = request_problems(args.prompt, args.max_tokens, plan, option="--")
+    if problems:
+        raise PlanError(problems)
+    return plan
+
+
+def _refused(action: str, exc: BaseException) -> int:
+    print(_paragraph(f"peagle-nb sagemaker {action}: {exc}"), file=sys.stderr)
+    return 1
+
+
 def _local(args) -> int:
     from peagle_nb.checkpoint import HeadCheckpointError
-    from peagle_nb.sagemaker.local import LocalEndpoint
+    from peagle_nb.sagemaker.local import LocalEndpoint, ModelError
 
     try:
-        endpoint = LocalEndpoint(_build(args))  # validates the plan and the head before vLLM starts
+        endpoint = LocalEndpoint(_checked_plan(args))  # validates the plan and the head before vLLM starts
     except HeadCheckpointError as exc:
         return _fail("local", [str(exc)])
     with endpoint.start() as ep:
         print("GET /ping ->", ep.ping())
-        out = ep.invoke({"prompt": args.prompt, "max_tokens": args.max_tokens, "temperature": 0.0})
+        try:
+            out = ep.invoke({"prompt": args.prompt, "max_tokens": args.max_tokens, "temperature": 0.0})
+        except ModelError as exc:
+            return _refused("local", f"the local endpoint refused the request: {exc}")
         print(json.dumps(out, indent=1))
     return 0
 
@@ -175,20 +198,26 @@ def _local(args) -> int:
 def _deploy(args) -> int:
     import time
 
-    from peagle_nb.sagemaker.deploy import Deployment
-    from peagle_nb.sagemaker.observe import SpeculationOff, log_group, require_speculation
+    from peagle_nb.sagemaker.deploy import Deployment, EndpointRefused
+    from peagle_nb.sagemaker.observe import SpeculationOff, SpeculationUnverified, log_group, require_speculation
 
-    dep = Deployment(_build(args)).create(timeout_s=args.timeout)
+    dep = Deployment(_checked_plan(args)).create(timeout_s=args.timeout)
     try:
         started = time.time()
         print(json.dumps(dep.invoke({"prompt": args.prompt, "max_tokens": args.max_tokens}), indent=1))
         if dep.plan.method != "none":  # an endpoint answers just as well with speculation silently off
             stats = dep.speculation(since_s=started - 60, wait_s=args.speculation_wait)
+            print(f"speculation {stats['verdict']}: {stats['verdict_reason']}")
+            if stats.get("k_mismatch"):
+                print(f"note: {stats['k_mismatch']}")
             require_speculation(stats, f"CloudWatch {log_group(dep.plan.resource_name)}")
-            print(f"speculation on: {stats['num_drafts']} drafts, acceptance length {stats['tau']:.2f}")
+    except EndpointRefused as exc:
+        return _refused("deploy", exc)
     except SpeculationOff as exc:
-        print(_paragraph(f"peagle-nb sagemaker deploy: {exc}"), file=sys.stderr)
-        return 1
+        return _refused("deploy", exc)
+    except SpeculationUnverified as exc:
+        _refused("deploy", exc)
+        return 3
     finally:
         if args.keep:
             print(f"endpoint {dep.plan.resource_name} KEPT (billing). Remove with: {dep._cleanup_command()}")
@@ -199,13 +228,20 @@ def _deploy(args) -> int:
 
 def _invoke(args) -> int:
     from peagle_nb.sagemaker.backend import SageMakerBackend
-    from peagle_nb.sagemaker.deploy import boto_session
+    from peagle_nb.sagemaker.deploy import boto_session, refusal_message, runtime_client
 
-    backend = SageMakerBackend(args.endpoint, boto_session(args.region).client("sagemaker-runtime"), ignore_eos=False)
-    if args.stream:
-        for piece in backend.stream_sync(args.prompt, args.max_tokens, 0.0):
-            print(piece, end="", flush=True)
-        print()
-    else:
-        print(json.dumps(backend.invoke(args.prompt, args.max_tokens), indent=1))
+    backend = SageMakerBackend(args.endpoint, runtime_client(boto_session(args.region), args.region),
+                               ignore_eos=False)
+    try:
+        if args.stream:
+            for piece in backend.stream_sync(args.prompt, args.max_tokens, 0.0):
+                print(piece, end="", flush=True)
+            print()
+        else:
+            print(json.dumps(backend.invoke(args.prompt, args.max_tokens), indent=1))
+    except Exception as exc:
+        message = refusal_message(exc, args.endpoint)
+        if message is None:
+            raise
+        return _refused("invoke", message)
     return 0

@@ -7,10 +7,17 @@ import importlib
 import os
 import re
 
-# The oldest releases the tests pass with (their image table knows vLLM 0.30; JumpStart heads reach the
-# container) and the next major version, which may rename what this package calls.
-SDK_RANGE = {"sagemaker": ((3, 23), (4,)), "sagemaker-core": ((2, 23), (3,)), "sagemaker-serve": ((1, 23), (2,))}
-_PINS = "'sagemaker>=3.23,<4' 'sagemaker-core>=2.23,<3' 'sagemaker-serve>=1.23,<2' 'boto3>=1.43.90'"
+# The floor: sagemaker-core keeps a resource's session and region with the resource only from 2.24 (before,
+# refresh/wait/delete/invoke used one process-wide client, so a second region's calls could go to the first
+# one's); sagemaker 3.27 is the release the suite is built on, and it requires sagemaker-core >= 2.27 and
+# sagemaker-serve >= 1.27. The ceiling: the next major versions, which may rename what this package calls.
+# pyproject.toml's `sagemaker` extra says the same (a test compares them); CI runs the SageMaker tests
+# against exactly these floors (tests/sagemaker/sdk_floor.py).
+SDK_RANGE = {"sagemaker": ((3, 27), (4,)), "sagemaker-core": ((2, 27), (3,)), "sagemaker-serve": ((1, 27), (2,))}
+BOTO3_FLOOR = (1, 43, 90)
+PINS = (*(f"{dist}>={'.'.join(map(str, low))},<{'.'.join(map(str, high))}" for dist, (low, high) in SDK_RANGE.items()),
+        f"boto3>={'.'.join(map(str, BOTO3_FLOOR))}")
+_PINS = " ".join(f"'{pin}'" for pin in PINS)
 _HINT = (f"pip install -e '.[sagemaker]' (or `make install`, which includes it; in SageMaker Studio: "
          f"pip install {_PINS})")
 

@@ -7,8 +7,8 @@ SageMaker passes the container's server-sent events through in ``PayloadPart`` c
 event (or a UTF-8 character) anywhere, so :func:`iter_sse_text` re-assembles lines before parsing.
 
 ``runtime`` is anything with the sagemaker-runtime client's ``invoke_endpoint_with_response_stream``:
-boto3's client for a real endpoint (for a benchmark, the one ``deploy.benchmark_runtime_client`` makes:
-a connection per request in flight, no retries), or :class:`peagle_nb.sagemaker.local.LocalRuntimeClient`
+boto3's client for a real endpoint (``deploy.runtime_client``: explicit timeouts, no silent retry, a
+connection per request in flight), or :class:`peagle_nb.sagemaker.local.LocalRuntimeClient`
 for the local container emulation, so the same code path is exercised for real on this machine.
 Requests carry ``ignore_eos`` (a vLLM extension) as the OpenAI backend's do: every request produces
 exactly ``max_tokens``, so methods are compared on the same amount of output.

@@ -54,16 +54,19 @@ def published_ratio_records(published: dict, target: str = "openai/gpt-oss-20b")
 
 
 def published_cost_rows(published: dict, instance_types: Iterable[str], target: str = "openai/gpt-oss-20b",
-                        reference_tokens_per_s: float = REFERENCE_EAGLE3_TOKENS_PER_S) -> list[dict[str, Any]]:
+                        reference_tokens_per_s: float = REFERENCE_EAGLE3_TOKENS_PER_S,
+                        region: str | None = None) -> list[dict[str, Any]]:
     """Per published ratio and listed instance type: P-EAGLE's cost relative to EAGLE-3 (1 / ratio), and
-    both costs in USD per million tokens at ``reference_tokens_per_s`` of EAGLE-3 throughput."""
+    both costs in USD per million tokens at ``reference_tokens_per_s`` of EAGLE-3 throughput, at ``region``'s
+    prices (instance types without a price there are left out)."""
     rows = []
     for rec in published_ratio_records(published, target):
         ratio = float(rec["speedup_over_eagle3"])
         for itype in instance_types:
-            price = instances.instance_info(itype).usd_per_hour
-            if price is None:
+            found = instances.price(itype, region)
+            if found is None:
                 continue
+            price = found.usd_per_hour
             eagle3 = usd_per_million_tokens(price, reference_tokens_per_s)
             rows.append({"prompt_set": rec.get("prompt_set"), "concurrency": rec["concurrency"],
                          "hardware": rec.get("hardware"), "speedup_over_eagle3": ratio,
@@ -71,12 +74,13 @@ def published_cost_rows(published: dict, instance_types: Iterable[str], target: 
                          "eagle3_usd_per_million_at_reference": eagle3,
                          "peagle_usd_per_million_at_reference": eagle3 / ratio,
                          "reference_eagle3_tokens_per_s": reference_tokens_per_s,
-                         "source_ref": rec.get("source_ref", "")})
+                         "source_ref": rec.get("source_ref", ""), "price_region": found.region,
+                         "price_as_of": found.as_of})
     return rows
 
 
-def instances_for(min_gpu_memory_gib: float) -> list[str]:
-    """Priced instance types of ``instances.INSTANCES`` with at least that much GPU memory, cheapest first."""
-    fits = [instances.instance_info(t) for t in instances.INSTANCES]
+def instances_for(min_gpu_memory_gib: float, region: str | None = None) -> list[str]:
+    """Instance types priced in ``region`` with at least that much GPU memory, cheapest first."""
+    fits = [instances.instance_info(t, region) for t in instances.INSTANCES]
     fits = [i for i in fits if i.usd_per_hour is not None and i.gpu_memory_gib >= min_gpu_memory_gib]
     return [i.instance_type for i in sorted(fits, key=lambda i: (i.usd_per_hour, i.instance_type))]

@@ -3,8 +3,11 @@
 Explained in notebook 06. :class:`Deployment` drives the SageMaker Python SDK v3 resource classes
 (``sagemaker.core.resources.Model`` / ``EndpointConfig`` / ``Endpoint``); the requests come from
 :meth:`DeploymentPlan.requests` (boto3 shape, converted with the SDK's own ``transform``), so the dry run
-prints exactly what is sent. Streaming uses boto3's sagemaker-runtime client directly (the SDK's
-``invoke_with_response_stream`` wraps the same call but re-parses the event stream into pydantic shapes).
+prints exactly what is sent. Requests to the endpoint (invoke, stream, the benchmark) go through the one
+sagemaker-runtime client :func:`runtime_client` configures (explicit timeouts, no silent re-send), after
+``request_checks`` has refused what the endpoint would refuse; a ``ModelError`` becomes
+:class:`EndpointRefused` with the model server's message. The wait for InService is derived from the
+model's own timeouts (:meth:`Deployment.wait_budget_s`) and printed before anything is created.
 
 Safety rules, all tested against moto (tests/sagemaker/):
 - every resource is tagged (``peagle-nb:suite``, ``peagle-nb:run``), uploaded S3 objects included, so
@@ -28,7 +31,7 @@ import urllib.parse
 from typing import Any, Callable, Iterator
 
 from peagle_nb.sagemaker._deps import MissingDependency, require, sdk_version_problems
-from peagle_nb.sagemaker.plan import SUITE_TAG, DeploymentPlan, resolve_local, validate_plan
+from peagle_nb.sagemaker.plan import SUITE_TAG, DeploymentPlan, PlanError, resolve_local, validate_plan
 
 Progress = Callable[[str], None]
 _REGISTRY: dict[int, "Deployment"] = {}
@@ -36,6 +39,11 @@ _REGISTRY: dict[int, "Deployment"] = {}
 TRANSITIONAL = ("Creating", "Updating", "SystemUpdating", "RollingBack")
 # SageMaker AI real-time endpoints stop waiting for the container's answer after 60 s.
 INVOCATION_LIMIT_S = 60
+CONNECT_TIMEOUT_S = 10
+# Creating an endpoint = placing the instance, downloading the model (bounded by the variant's
+# ModelDataDownloadTimeoutInSeconds), starting the container until /ping answers (bounded by its
+# ContainerStartupHealthCheckTimeoutInSeconds). The first step has no timeout of its own: this allowance.
+PROVISIONING_ALLOWANCE_S = 900
 
 
 class DeploymentFailed(RuntimeError):
@@ -113,15 +121,35 @@ def _delete_if_present(describe, delete) -> None:
         raise
 
 
-def benchmark_runtime_client(session, region: str | None, max_concurrency: int):
-    """A sagemaker-runtime client for load tests: a connection per request in flight (botocore's default
-    pool of 10 would queue requests on the client and count the wait as latency), no automatic retries
-    (a retried request would hide a failure and double its time), and a read timeout above the endpoint's
-    own invocation limit, so SageMaker's timeout is the one reported."""
+def runtime_client(session, region: str | None, max_concurrency: int = 10):
+    """THE sagemaker-runtime client of this package (invoke, stream, benchmark, CLI), with an explicit config:
+
+    - no automatic retry (``total_max_attempts=1``, standard mode): a generation that timed out or was
+      throttled may already be running on the endpoint; sending it again silently would bill and time it
+      twice and hide the failure, so the caller sees the error and decides;
+    - a read timeout above SageMaker's own 60 s invocation limit, so the endpoint's timeout is the one
+      reported (botocore's default, 60 s, would race it), and a 10 s connect timeout;
+    - a connection per request in flight (``max_concurrency``; botocore's pool of 10 would queue requests
+      on the client and count the wait as latency)."""
     config = require("botocore.config").Config(
-        max_pool_connections=max(10, int(max_concurrency)), retries={"total_max_attempts": 1, "mode": "standard"},
-        read_timeout=INVOCATION_LIMIT_S + 30, connect_timeout=10)
+        connect_timeout=CONNECT_TIMEOUT_S, read_timeout=INVOCATION_LIMIT_S + 30,
+        retries={"mode": "standard", "total_max_attempts": 1}, max_pool_connections=max(10, int(max_concurrency)))
     return session.client("sagemaker-runtime", region_name=region, config=config)
+
+
+class EndpointRefused(RuntimeError):
+    """The endpoint answered a request with an error (SageMaker's ModelError: the container refused it)."""
+
+
+def refusal_message(exc: BaseException, endpoint: str) -> str | None:
+    """A readable account of a ModelError (the container's status and message), or None for other errors."""
+    if _error_code(exc) != "ModelError":
+        return None
+    response = getattr(exc, "response", None) or {}
+    status = response.get("OriginalStatusCode")
+    detail = response.get("OriginalMessage") or (response.get("Error") or {}).get("Message") or str(exc)
+    return (f"endpoint {endpoint} refused the request (the model server answered{f' {status}' if status else ''}): "
+            f"{str(detail).strip()[:400]}. Its log: CloudWatch log group /aws/sagemaker/Endpoints/{endpoint}")
 
 
 class Deployment:
@@ -159,6 +187,7 @@ class Deployment:
         On ANY failure or interrupt, deletes what it created and re-raises.
         """
         _REGISTRY[id(self)] = self
+        timeout_s = self.announce_wait(timeout_s)
         try:
             self._upload_local_artifacts()
             resources, shapes, transform = self._sdk()
@@ -209,15 +238,31 @@ class Deployment:
                 s3.upload_file(str(path), bucket, key, ExtraArgs={"Tagging": tagging})
             self.progress(f"uploaded {folder} -> {uri}")
 
+    def wait_budget_s(self) -> float:
+        """How long creation may take by the deployed model's own timeouts (see PROVISIONING_ALLOWANCE_S)."""
+        return (self.plan.model_data_download_timeout_s + self.plan.startup_health_timeout_s
+                + PROVISIONING_ALLOWANCE_S)
+
+    def announce_wait(self, timeout_s: float | None) -> float:
+        """Print, before anything is created, how long the deployment will wait and why; return that."""
+        budget = self.wait_budget_s() if timeout_s is None else float(timeout_s)
+        why = (f"model download <= {self.plan.model_data_download_timeout_s} s + container health check <= "
+               f"{self.plan.startup_health_timeout_s} s + instance placement <= {PROVISIONING_ALLOWANCE_S} s")
+        self.progress(f"will wait up to {budget:.0f} s (~{budget / 60:.0f} min) for InService: "
+                      + (why if timeout_s is None else f"as asked (the model's own timeouts allow {why})"))
+        return budget
+
     def wait(self, timeout_s: float | None = None) -> str:
-        """Poll until InService; DeploymentFailed on Failed (with SageMaker's reason) or on timeout."""
-        timeout_s = timeout_s if timeout_s is not None else self.plan.startup_health_timeout_s + 900
+        """Poll until InService; DeploymentFailed on Failed (with SageMaker's reason) or after ``timeout_s``
+        (default: :meth:`wait_budget_s`). A progress line per poll says how long it has waited of how long."""
+        timeout_s = timeout_s if timeout_s is not None else self.wait_budget_s()
         t0 = time.monotonic()
         while True:
             self.endpoint.refresh()
             self.status = str(self.endpoint.endpoint_status)
             elapsed = time.monotonic() - t0
-            self.progress(f"[{elapsed:6.0f} s] endpoint {self.plan.resource_name}: {self.status}")
+            self.progress(f"[{elapsed:6.0f} s of up to {timeout_s:.0f} s] endpoint {self.plan.resource_name}: "
+                          f"{self.status}")
             if self.status == "InService":
                 return self.status
             if self.status == "Failed" or self.status not in TRANSITIONAL:
@@ -230,43 +275,67 @@ class Deployment:
             time.sleep(self.poll_s)
 
     # ---- invoke -------------------------------------------------------------------------------------
-    def runtime_client(self):
-        return self.session.client("sagemaker-runtime", region_name=self.plan.region)
+    def runtime_client(self, max_concurrency: int = 10):
+        """:func:`runtime_client` for this endpoint's region."""
+        return runtime_client(self.session, self.plan.region, max_concurrency)
+
+    def _checked(self, body: dict) -> str:
+        from peagle_nb.sagemaker.request_checks import body_problems
+
+        problems = body_problems(body, self.plan)
+        if problems:
+            raise PlanError(problems)
+        return json.dumps(body)
 
     def invoke(self, body: dict) -> dict:
-        """POST ``body`` (an OpenAI completions/chat request) to the endpoint; the JSON response."""
-        out = self.endpoint.invoke(body=json.dumps(body), content_type="application/json", accept="application/json")
-        raw = out.body.read() if hasattr(out.body, "read") else out.body
+        """POST ``body`` (an OpenAI completions/chat request) to the endpoint; the JSON response. A request the
+        endpoint would refuse raises PlanError before it is sent; a refusal by the endpoint, EndpointRefused."""
+        try:
+            out = self.runtime_client().invoke_endpoint(EndpointName=self.plan.resource_name, Body=self._checked(body),
+                                                        ContentType="application/json", Accept="application/json")
+        except Exception as exc:
+            message = refusal_message(exc, self.plan.resource_name)
+            if message is None:
+                raise
+            raise EndpointRefused(message) from exc
+        raw = out["Body"].read() if hasattr(out["Body"], "read") else out["Body"]
         return json.loads(raw)
 
     def invoke_stream(self, body: dict) -> Iterator[bytes]:
         """The raw payload parts of a streaming invocation (``"stream": true`` is added)."""
         from peagle_nb.sagemaker.backend import payload_parts
 
-        resp = self.runtime_client().invoke_endpoint_with_response_stream(
-            EndpointName=self.plan.resource_name, Body=json.dumps({**body, "stream": True}),
-            ContentType="application/json")
+        try:
+            resp = self.runtime_client().invoke_endpoint_with_response_stream(
+                EndpointName=self.plan.resource_name, Body=self._checked({**body, "stream": True}),
+                ContentType="application/json")
+        except Exception as exc:
+            message = refusal_message(exc, self.plan.resource_name)
+            if message is None:
+                raise
+            raise EndpointRefused(message) from exc
         yield from payload_parts(resp["Body"])
 
     def backend(self, model: str | None = None, max_concurrency: int = 64):
         """The benchmark's ``Backend`` for this endpoint, on a client sized for ``max_concurrency``."""
         from peagle_nb.sagemaker.backend import SageMakerBackend
 
-        client = benchmark_runtime_client(self.session, self.plan.region, max_concurrency)
-        return SageMakerBackend(self.plan.resource_name, client, model=model)
+        return SageMakerBackend(self.plan.resource_name, self.runtime_client(max_concurrency), model=model)
 
     def speculation(self, since_s: float | None = None, wait_s: float = 0.0) -> dict:
         """Acceptance from the container log (vLLM's spec-decode lines in CloudWatch Logs) since
-        ``since_s`` (epoch seconds); waits up to ``wait_s`` for the first line (vLLM logs every 10 s and
-        CloudWatch takes a little longer). See :mod:`peagle_nb.sagemaker.observe`."""
+        ``since_s`` (epoch seconds), with a verdict (active / inactive / unreadable, see
+        :mod:`peagle_nb.sagemaker.observe`); waits up to ``wait_s`` for the first line (vLLM logs every 10 s
+        and CloudWatch takes a little longer). Never raises for a log it cannot read: that is the verdict."""
         from peagle_nb.sagemaker import observe
 
         deadline = time.monotonic() + wait_s
         while True:
-            lines = observe.cloudwatch_lines(self.session, self.plan.resource_name, since_s=since_s,
-                                             region=self.plan.region)
-            if lines or time.monotonic() >= deadline:
-                return observe.spec_decode_from_log(lines, self.plan.k)
+            stats = observe.read_endpoint_speculation(self.session, self.plan.resource_name, k=self.plan.k,
+                                                      since_s=since_s, region=self.plan.region)
+            if stats["verdict"] == "active" or time.monotonic() >= deadline or (
+                    stats["verdict"] == "unreadable" and "AccessDenied" in stats["verdict_reason"]):
+                return stats
             time.sleep(min(self.poll_s, 15.0) or 1.0)
 
     # ---- delete -------------------------------------------------------------------------------------
@@ -278,7 +347,7 @@ class Deployment:
         Returns what was deleted. A Ctrl-C during deletion is held until every deletion was tried.
         """
         if wait_timeout_s is None:
-            wait_timeout_s = self.plan.startup_health_timeout_s + self.plan.model_data_download_timeout_s + 600
+            wait_timeout_s = self.wait_budget_s()
         interrupted = None
         failures = []
         order = {"endpoint": 0, "endpoint_config": 1, "model": 2, "s3_object": 3}

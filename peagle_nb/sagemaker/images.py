@@ -2,10 +2,9 @@
 
 Explained in notebook 06. AWS's vLLM images for SageMaker AI from the SDK's table
 (``sagemaker.core.image_uris.retrieve("vllm", ...)``) are CUDA 13 builds (``...-cu130-...``); they need the
-CUDA 13 inference AMI, which the SDK's own compatibility list (``sagemaker.serve.model_builder_servers``)
-claims only for the families in :data:`CUDA13_AMI_FAMILIES`. ml.g7e is not among them, and there
-JumpStart's P-EAGLE configuration for GPT-OSS-20B (``lmi-optimized``) runs a CUDA 12.9 vLLM 0.18 image on
-the default AMI instead. So:
+CUDA 13 inference AMI, which the SDK's ModelBuilder pairs only with the families in
+:data:`CUDA13_AMI_FAMILIES`. ml.g7e is not among them, and there JumpStart's P-EAGLE configuration for
+GPT-OSS-20B (``lmi-optimized``) runs a CUDA 12.9 vLLM 0.18 image on the default AMI instead. So:
 
 - a family the SDK lists: the SDK's cu130 image + ``al2023-ami-sagemaker-inference-gpu-4-1``;
 - any other family (ml.g7e, ml.g7): the cu129 image JumpStart runs there, default AMI (none set);
@@ -19,7 +18,8 @@ import re
 from dataclasses import dataclass
 
 CUDA13_AMI = "al2023-ami-sagemaker-inference-gpu-4-1"
-# The SDK's list (sagemaker-serve, _CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES); tests compare the two.
+# The families sagemaker-serve pairs with the CUDA 13 AMI (its ModelBuilder's own choice; the SDK has no public
+# name for the list, so this is a copy, and a test compares the two).
 CUDA13_AMI_FAMILIES = frozenset({"ml.g4dn", "ml.g5", "ml.g6", "ml.g6e", "ml.p4d", "ml.p4de", "ml.p5", "ml.p5e",
                                  "ml.p5en"})
 # JumpStart's image for openai-reasoning-gpt-oss-20b / lmi-optimized on ml.g7e (its recorded spec).
@@ -46,24 +46,6 @@ def cuda_major(image_uri: str) -> int | None:
     tag = image_uri.rpartition(":")[2]
     found = re.search(r"(?:^|-)cu(\d{2,3})(?:-|$)", tag)
     return int(found.group(1)[:2]) if found else None
-
-
-def sdk_cuda13_families() -> frozenset[str] | None:
-    """The SDK's own list, where the installed sagemaker-serve has it (a private name: may move)."""
-    import os
-
-    unset = "AWS_DEFAULT_REGION" not in os.environ
-    if unset:  # importing sagemaker.serve builds clients, which need some region
-        os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
-    try:
-        from sagemaker.serve import model_builder_servers
-    except Exception:  # noqa: BLE001 - no SDK, or one that fails to import here: our copy stands
-        return None
-    finally:
-        if unset:
-            os.environ.pop("AWS_DEFAULT_REGION", None)
-    families = getattr(model_builder_servers, "_CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES", None)
-    return frozenset(families) if families is not None else None
 
 
 def sdk_image_uri(region: str, vllm_version: str, instance_type: str | None = None) -> tuple[str | None, str]:

@@ -133,6 +133,12 @@ class JumpStartDeployment(Deployment):
             self.chosen = choose_config(configs, self.config_name)
             spec = self.chosen["speculative_config"]
             self.plan.k = int(spec["num_speculative_tokens"])
+            # The configuration's own timeouts bound the start-up; the wait is derived from them.
+            for key, field in (("startup_health_check_timeout_s", "startup_health_timeout_s"),
+                               ("model_data_download_timeout_s", "model_data_download_timeout_s")):
+                if self.chosen.get(key):
+                    setattr(self.plan, field, int(self.chosen[key]))
+            timeout_s = self.announce_wait(timeout_s)
             self.progress(f"JumpStart {self.model_id}: configurations {[c['name'] for c in configs]}; deploying "
                           f"{self.chosen['name']!r} with speculative config {json.dumps(spec)}")
             # Tags before build(): older sagemaker-serve releases have no build(tags=...).
@@ -175,26 +181,37 @@ class JumpStartDeployment(Deployment):
 
 @contextlib.contextmanager
 def recorded_catalogue(spec_path: str | Path) -> Iterator[dict]:
-    """Serve JumpStart lookups from a recorded model spec (the SDK's own tests patch the same two
-    accessors): no request reaches the catalogue while the context is open."""
-    from unittest import mock
+    """Serve JumpStart lookups from a recorded model spec, through the SDK's own local-metadata mode (the
+    ``AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE`` / ``AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE``
+    folders): a one-model manifest and the spec are written to a temporary folder, the SDK's catalogue cache
+    is emptied on entry and exit, and no request reaches the catalogue while the context is open."""
+    import os
+    import tempfile
 
-    accessors = require("sagemaker.core.jumpstart.accessors")
-    types = require("sagemaker.core.jumpstart.types")
+    constants = require("sagemaker.core.jumpstart.constants")
+    accessor = require("sagemaker.core.jumpstart.accessors").JumpStartModelsAccessor
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
-    header = types.JumpStartModelHeader({
-        "model_id": spec["model_id"], "version": spec["version"], "min_version": spec.get("min_sdk_version", "2.0.0"),
-        "spec_key": f"community_models/{spec['model_id']}/specs_v{spec['version']}.json"})
-
-    def get_model_specs(*args, **kwargs):
-        model_id = kwargs.get("model_id") or (args[1] if len(args) > 1 else None)
-        if model_id != spec["model_id"]:
-            raise KeyError(f"JumpStart model {model_id!r} is not in the recorded catalogue ({spec['model_id']!r} is)")
-        return types.JumpStartModelSpecs(spec)
-
-    with mock.patch.object(accessors.JumpStartModelsAccessor, "get_model_specs", side_effect=get_model_specs), \
-            mock.patch.object(accessors.JumpStartModelsAccessor, "_get_manifest", return_value=[header]):
-        yield spec
+    spec_key = f"community_models/{spec['model_id']}/specs_v{spec['version']}.json"
+    header = {"model_id": spec["model_id"], "version": spec["version"],
+              "min_version": spec.get("min_sdk_version", "2.0.0"), "spec_key": spec_key}
+    names = (constants.ENV_VARIABLE_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE,
+             constants.ENV_VARIABLE_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE)
+    saved = {name: os.environ.get(name) for name in names}
+    with tempfile.TemporaryDirectory(prefix="jumpstart-") as root:
+        (Path(root) / constants.JUMPSTART_DEFAULT_MANIFEST_FILE_S3_KEY).write_text(json.dumps([header]))
+        (Path(root) / spec_key).parent.mkdir(parents=True)
+        (Path(root) / spec_key).write_text(json.dumps(spec))
+        os.environ.update({name: root for name in names})
+        accessor.reset_cache()
+        try:
+            yield spec
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            accessor.reset_cache()
 
 
 def spec_configs(spec: dict[str, Any], region: str, instance_type: str | None = None) -> list[dict[str, Any]]:

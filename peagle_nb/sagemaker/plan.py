@@ -105,9 +105,17 @@ class DeploymentPlan:
 
     def hourly_cost_usd(self) -> float | None:
         try:
-            return instances.hourly_cost(self.instance_type, self.instance_count)
+            return instances.hourly_cost(self.instance_type, self.instance_count, self.region)
         except KeyError:
             return None
+
+    def price_note(self) -> str:
+        """Where the hourly price comes from, or why there is none."""
+        found = instances.price(self.instance_type, self.region)
+        if found is None:
+            return (f"no price for {self.region or instances.REFERENCE_REGION} in the table: see "
+                    "aws.amazon.com/sagemaker/ai/pricing")
+        return found.describe() + ("" if self.region else "; no region set, priced as the reference region")
 
     def container_args(self, entrypoint: str = "current") -> list[str]:
         """The ``vllm serve`` arguments the AWS container will run for this plan."""
@@ -180,7 +188,8 @@ class DeploymentPlan:
                                               if self.head_s3_uri or self.head_is_local else ""),
             f"  image         {self.image_uri}  [{self.image_source}]",
             f"  instance      {self.instance_count} x {self.instance_type}"
-            + (f"  (~${cost:.2f}/h, ${cost * 24:.0f}/day)" if cost is not None else "  (price unknown)"),
+            + (f"  (~${cost:.2f}/h, ${cost * 24:.0f}/day; {self.price_note()})" if cost is not None
+               else f"  ({self.price_note()})"),
             f"  AMI           {self.inference_ami_version or 'SageMaker default (no InferenceAmiVersion)'}",
             f"  health check  container must answer /ping within {self.startup_health_timeout_s} s",
             f"  region / role {self.region or '<none>'} / {self.role_arn or '<none>'}",
@@ -314,7 +323,7 @@ def build_plan(preset: str | None = None, *, target: str | None = None, head: st
         env[container.PREFIX + "SPECULATIVE_CONFIG"] = serving_config.speculative_config_json(spec)
     info = None
     try:
-        info = instances.instance_info(instance_type, region or "us-east-1")
+        info = instances.instance_info(instance_type, region)
     except KeyError:
         pass
     if info is not None and info.gpus > 1:
@@ -383,7 +392,7 @@ def validate_plan(plan: DeploymentPlan, *, for_aws: bool = True) -> DeploymentPl
     if not 60 <= plan.startup_health_timeout_s <= 3600:
         problems.append(f"startup_health_timeout_s={plan.startup_health_timeout_s}: SageMaker accepts 60..3600 s")
     try:
-        info = instances.instance_info(plan.instance_type, plan.region or "us-east-1")
+        info = instances.instance_info(plan.instance_type, plan.region)
     except KeyError as exc:
         problems.append(str(exc.args[0]))
         info = None
@@ -391,7 +400,7 @@ def validate_plan(plan: DeploymentPlan, *, for_aws: bool = True) -> DeploymentPl
         if not plan.instance_type.startswith(("ml.g", "ml.p")):
             problems.append(f"{plan.instance_type} has no NVIDIA GPU; the vLLM container needs ml.g*/ml.p*")
         if plan.min_gpu_memory_gib > info.gpu_memory_gib:
-            fit = instances.smallest_fitting(plan.min_gpu_memory_gib)
+            fit = instances.smallest_fitting(plan.min_gpu_memory_gib, plan.region)
             hint = (f"; the cheapest listed instance that fits is {fit.instance_type} ({fit.gpus} x {fit.gpu}, "
                     f"{fit.gpu_memory_gib:g} GiB, ~${fit.usd_per_hour}/h)" if fit else "")
             problems.append(f"{plan.instance_type} has {info.gpu_memory_gib:g} GiB of GPU memory "

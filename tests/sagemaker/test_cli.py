@@ -2,6 +2,8 @@
 JSON output; tag-based cleanup against moto."""
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
@@ -35,12 +37,23 @@ BAD_INPUT = [
     (["invoke", "--endpoint", "bad_name!", "--prompt", "x", "--region", REGION], ["not a SageMaker endpoint name"]),
     (["invoke", "--endpoint", "peagle-x", "--prompt", "", "--region", REGION], ["--prompt is empty"]),
     (["invoke", "--endpoint", "peagle-x", "--prompt", "x", "--region", "useast1"], ["--region 'useast1'"]),
+    (["deploy", *GPT, *AWS, "--max-tokens", "8192"], ["--max-tokens 8192 leaves no room for the prompt",
+                                                      "maximum model length of 8192 tokens", "at most 8191"]),
+    (["local", *TINY, "--max-tokens", "1024"], ["maximum model length of 1024 tokens", "at most 1023"]),
+    (["local", *TINY, "--prompt", "def fibonacci(n): " * 40, "--max-tokens", "1000"],
+     ["the prompt is", "tokens and --max-tokens 1000 asks for more", "shorten the prompt"]),
+    (["deploy", *GPT, *AWS, "--k", "11"], ["K=11 is above the depth", "use K <= 10"]),
+    (["deploy", *GPT, *AWS, "--prompt", "x" * (6 * 1024 * 1024 + 1)], ["6,291,457 bytes",
+                                                                        "at most 6,291,456 bytes per invocation"]),
+    (["invoke", "--endpoint", "peagle-x", "--prompt", "x" * (6 * 1024 * 1024 + 1), "--region", REGION],
+     ["at most 6,291,456 bytes"]),
     (["cleanup", "--tag", "no-equals-sign"], ["--tag must be KEY=VALUE", "peagle-nb:run=<run id>"]),
     (["cleanup", "--region", "us-east-1x"], ["--region 'us-east-1x'"]),
 ]
 
 
 @pytest.mark.parametrize("argv, words", BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
+@pytest.mark.timeout(120)
 def test_bad_input_is_one_paragraph_exit_2_and_nothing_starts(argv, words, aws, capsys, monkeypatch):
     import psutil
 
@@ -76,16 +89,91 @@ def _queue_answer(text=" speculative"):
         (json.dumps(body), "application/json", "AllTraffic", ""))
 
 
-def test_deploy_fails_when_the_endpoint_log_shows_no_drafts(aws, capsys):
-    """moto runs no container, so the endpoint's log group stays empty: exactly what an endpoint with
-    speculation off shows. The command answers, then exits 1 naming the problem, and deletes everything."""
+RUN_ID = "12040300abcd"
+NAME = f"peagle-gpt-oss-20b-peagle-{RUN_ID}"
+
+
+def _container_log(aws, name, lines):
+    from peagle_nb.sagemaker.observe import log_group
+
+    logs = aws.client("logs")
+    logs.create_log_group(logGroupName=log_group(name))
+    logs.create_log_stream(logGroupName=log_group(name), logStreamName="AllTraffic/i-0aaa")
+    logs.put_log_events(logGroupName=log_group(name), logStreamName="AllTraffic/i-0aaa",
+                        logEvents=[{"timestamp": int(time.time() * 1000) + i, "message": m}
+                                   for i, m in enumerate(lines)])
+
+
+@pytest.mark.parametrize("log, code, words", [
+    ("vllm_cpu_none.log", 1, ["no drafts in CloudWatch /aws/sagemaker/Endpoints/" + NAME]),
+    (None, 3, ["cannot read the logs: log group /aws/sagemaker/Endpoints/" + NAME + " does not exist"]),
+    ("vllm_cpu_peagle.log", 0, []),
+])
+def test_deploy_gives_the_speculation_verdict(log, code, words, aws, capsys, monkeypatch):
+    """moto runs no container: the container log is put where SageMaker puts it, read after the request.
+    Plain decoding's log (no drafts) exits 1, no log at all 3, P-EAGLE's log 0; everything is deleted."""
     pytest.importorskip("sagemaker.core.resources")
+    from peagle_nb.sagemaker import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "new_run_id", lambda: RUN_ID)
+    if log:
+        _container_log(aws, NAME, (Path(__file__).parent / "data" / log).read_text().splitlines())
     _queue_answer()
-    assert main(["sagemaker", "deploy", *GPT, *AWS, "--prompt", "def f(x):", "--speculation-wait", "0"]) == 1
+    assert main(["sagemaker", "deploy", *GPT, *AWS, "--prompt", "def f(x):", "--speculation-wait", "0"]) == code
     captured = capsys.readouterr()
     assert '" speculative"' in captured.out
     err = " ".join(captured.err.split())
-    assert "no drafts in CloudWatch /aws/sagemaker/Endpoints/peagle-gpt-oss-20b-peagle-" in err
+    for word in words:
+        assert word in err, err
+    if code == 0:
+        assert "speculation active: 192 drafts" in captured.out and not err
+    assert "Traceback" not in err and leftovers(aws) == NOTHING
+
+
+class _RefusingRuntime:
+    """A sagemaker-runtime client (the package's own configuration) whose endpoint answers ModelError as
+    SageMaker does when vLLM refuses a request (HTTP 424, the container's status and message in the body)."""
+
+    def __init__(self, real, operation="invoke_endpoint"):
+        self.real, self.operation = real, operation
+
+    def __call__(self, session, region, max_concurrency=10):
+        from botocore.stub import Stubber
+
+        client = self.real(session, region, max_concurrency)
+        stub = Stubber(client)
+        stub.add_client_error(self.operation, service_error_code="ModelError", http_status_code=424,
+                              service_message="Received client error (400) from primary with message ...",
+                              modeled_fields={"OriginalStatusCode": 400, "OriginalMessage": (
+                                  '{"error":{"message":"This model\'s maximum context length is 8192 tokens. '
+                                  'However, you requested 9000 tokens","type":"BadRequestError"}}')})
+        stub.activate()
+        return client
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refused_request_on_a_live_endpoint_is_one_paragraph(stream, aws, capsys, monkeypatch):
+    from peagle_nb.sagemaker import deploy
+
+    operation = "invoke_endpoint_with_response_stream" if stream else "invoke_endpoint"
+    monkeypatch.setattr(deploy, "runtime_client", _RefusingRuntime(deploy.runtime_client, operation))
+    argv = ["sagemaker", "invoke", "--endpoint", "peagle-x", "--prompt", "x", "--region", REGION]
+    assert main(argv + (["--stream"] if stream else [])) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("peagle-nb sagemaker invoke: endpoint peagle-x refused the request (the model server "
+                          "answered 400): {\"error\":{\"message\":\"This model's maximum context length is 8192")
+    assert "CloudWatch log group /aws/sagemaker/Endpoints/peagle-x" in err and "Traceback" not in err
+
+
+def test_deploy_reports_a_refusal_and_deletes_everything(aws, capsys, monkeypatch):
+    pytest.importorskip("sagemaker.core.resources")
+    from peagle_nb.sagemaker import deploy
+
+    monkeypatch.setattr(deploy, "runtime_client", _RefusingRuntime(deploy.runtime_client))
+    assert main(["sagemaker", "deploy", *GPT, *AWS, "--prompt", "def f(x):"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "peagle-nb sagemaker deploy: endpoint peagle-gpt-oss-20b-peagle-" in err
+    assert "refused the request (the model server answered 400)" in err and "Traceback" not in err
     assert leftovers(aws) == NOTHING
 
 

@@ -16,7 +16,7 @@ from tests.sagemaker.conftest import BUCKET, NOTHING, REFUSAL_MESSAGE, REGION, R
 
 pytest.importorskip("sagemaker.core.resources")
 
-from peagle_nb.sagemaker.deploy import (Deployment, DeploymentFailed, benchmark_runtime_client,
+from peagle_nb.sagemaker.deploy import (Deployment, DeploymentFailed, runtime_client,
                                         cleanup_tagged, find_tagged)
 from peagle_nb.sagemaker.plan import PlanError, build_plan
 
@@ -219,10 +219,30 @@ def test_an_sdk_outside_the_tested_range_is_refused_before_any_call(aws, monkeyp
     from peagle_nb.sagemaker._deps import MissingDependency
 
     real = metadata.version
-    monkeypatch.setattr(metadata, "version", lambda d: "3.10.0" if d == "sagemaker" else real(d))
-    with pytest.raises(MissingDependency, match=r"sagemaker 3.10.0 is outside the tested range >=3.23,<4: pip"):
+    # sagemaker-core 2.23: one process-wide client, so a resource could talk to another region than its own
+    monkeypatch.setattr(metadata, "version", lambda d: "2.23.0" if d == "sagemaker-core" else real(d))
+    with pytest.raises(MissingDependency, match=r"sagemaker-core 2.23.0 is outside the tested range >=2.27,<3: pip "
+                                                r"install 'sagemaker>=3.27,<4' 'sagemaker-core>=2.27,<3'"):
         Deployment(_plan(), session=aws)
     assert leftovers(aws) == NOTHING
+
+
+def test_the_extra_in_pyproject_is_the_range_the_code_checks():
+    """pyproject.toml's `sagemaker` extra (what pip installs, and what CI's floor job installs at its lower
+    bounds) and _deps.PINS (what a deployment checks and tells the user to install) are one range."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        import tomli as tomllib
+    from peagle_nb import paths
+    from peagle_nb.sagemaker._deps import PINS
+    from tests.sagemaker.sdk_floor import floor_pins
+
+    pyproject = paths.repo_root() / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["sagemaker"]
+    assert tuple(extra) == PINS
+    assert floor_pins(pyproject) == ["sagemaker==3.27", "sagemaker-core==2.27", "sagemaker-serve==1.27",
+                                     "boto3==1.43.90"]
 
 
 def test_moto_accepts_aws_instance_types_and_still_rejects_a_typo(aws):
@@ -277,13 +297,64 @@ def test_cleanup_finds_uploads_of_a_run_that_died_before_create_model(aws, tmp_p
     assert aws.client("s3").list_objects_v2(Bucket=BUCKET).get("KeyCount", 0) == 0
 
 
-def test_benchmark_client_has_a_connection_per_request_and_no_retries(aws):
-    client = benchmark_runtime_client(aws, REGION, max_concurrency=64)
+def test_the_runtime_client_never_resends_a_generation_and_outwaits_sagemaker(aws):
+    client = runtime_client(aws, REGION, max_concurrency=64)
     config = client.meta.config
     assert config.max_pool_connections == 64
-    assert config.retries["total_max_attempts"] == 1
-    assert config.read_timeout > 60  # above SageMaker's own 60 s invocation limit
-    assert benchmark_runtime_client(aws, REGION, 2).meta.config.max_pool_connections == 10  # botocore's default
+    assert config.retries == {"mode": "standard", "total_max_attempts": 1}  # no silent second generation
+    assert config.read_timeout == 90 and config.connect_timeout == 10  # above SageMaker's own 60 s limit
+    assert runtime_client(aws, REGION, 2).meta.config.max_pool_connections == 10  # botocore's default
+
+
+def test_every_runtime_call_goes_through_the_one_configured_client(aws, monkeypatch):
+    """invoke, stream and the benchmark backend of a deployment, and the CLI's invoke, all use
+    deploy.runtime_client (so all of them have its timeouts and retry policy)."""
+    from peagle_nb.cli import main
+    from peagle_nb.sagemaker import deploy
+
+    made = []
+
+    def spy(session, region, max_concurrency=10):
+        made.append(max_concurrency)
+        return real(session, region, max_concurrency)
+
+    real = deploy.runtime_client
+    monkeypatch.setattr(deploy, "runtime_client", spy)
+    dep = Deployment(_plan(), session=aws, **_quiet()).create()
+    _queue_answer()
+    assert dep.invoke({"prompt": "x", "max_tokens": 2})["choices"][0]["text"] == " ok"
+    assert dep.backend(max_concurrency=32).runtime.meta.config.max_pool_connections == 32
+    with pytest.raises(Exception, match="InvokeEndpointWithResponseStream|not yet implemented|NotImplemented"):
+        list(dep.invoke_stream({"prompt": "x", "max_tokens": 2}))  # moto has no streaming; the client was made
+    _queue_answer()
+    assert main(["sagemaker", "invoke", "--endpoint", dep.plan.resource_name, "--prompt", "x", "--region",
+                 REGION]) == 0
+    assert made == [10, 32, 10, 10]
+    dep.delete()
+
+
+def _queue_answer(text=" ok"):
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sagemakerruntime.models import sagemakerruntime_backends
+
+    body = {"choices": [{"text": text}], "usage": {"completion_tokens": 1}}
+    sagemakerruntime_backends[DEFAULT_ACCOUNT_ID][REGION].results_queue.append(
+        (json.dumps(body), "application/json", "AllTraffic", ""))
+
+
+def test_the_wait_comes_from_the_models_own_timeouts_and_is_printed_first(aws, endpoint_script):
+    said = []
+    plan = _plan()
+    plan.model_data_download_timeout_s, plan.startup_health_timeout_s = 1200, 2400
+    endpoint_script(["Creating", "Creating", "Creating", "InService"])  # the first is read by Endpoint.create
+    dep = Deployment(plan, session=aws, progress=said.append, poll_s=0).create()
+    assert dep.wait_budget_s() == 1200 + 2400 + 900
+    assert said[0].startswith("will wait up to 4500 s (~75 min) for InService: model download <= 1200 s + "
+                              "container health check <= 2400 s + instance placement <= 900 s")
+    waits = [line for line in said if "of up to 4500 s] endpoint" in line]
+    assert [w.rsplit(": ", 1)[1] for w in waits] == ["Creating", "Creating", "InService"]
+    assert said.index(waits[0]) > next(i for i, line in enumerate(said) if line.startswith("creating endpoint "))
+    dep.delete()
 
 
 def test_delete_all_empties_the_registry(aws):

@@ -79,6 +79,13 @@ def test_build_and_deploy_offline_with_tags_everywhere(aws, catalogue, requests_
     announce = next(line for line in log if line.startswith("JumpStart"))
     assert "['lmi-optimized', 'lmi']" in announce and json.dumps(PEAGLE_SPEC) in announce
     assert dep.plan.k == 3  # from the configuration, for the live speculation check
+    # The wait follows the configuration's own timeouts (3,600 s download + 3,600 s health check), said before
+    # the model is built, and each poll says how long of it has passed.
+    wait = next(i for i, line in enumerate(log) if line.startswith("will wait up to"))
+    assert log[wait].startswith("will wait up to 8100 s (~135 min) for InService: model download <= 3600 s + "
+                                "container health check <= 3600 s")
+    assert wait < next(i for i, line in enumerate(log) if line.startswith("deploying JumpStart"))
+    assert any("of up to 8100 s] endpoint" in line for line in log)
     sm = aws.client("sagemaker")
     model = sm.describe_model(ModelName=name)
     container = model["PrimaryContainer"]

@@ -2,6 +2,7 @@
 AWS call."""
 
 import json
+import re
 
 import pytest
 
@@ -31,7 +32,8 @@ def test_preset_plan_is_valid_printable_and_round_trips():
     assert plan.image_uri == f"{DLC_US_WEST_2}/vllm:0.30.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
     assert "image_uris.retrieve" in plan.image_source and plan.inference_ami_version == images.CUDA13_AMI
     text = plan.describe()
-    assert "vllm serve --port 8080 --async-scheduling --kv-cache-dtype fp8" in text and "$2.81/h" in text
+    assert "vllm serve --port 8080 --async-scheduling --kv-cache-dtype fp8" in text
+    assert "no price for us-west-2 in the table" in text
     assert DeploymentPlan.from_json(plan.to_json()) == plan
     assert json.loads(plan.to_json())["env"]["SM_VLLM_ASYNC_SCHEDULING"] == ""  # portable bare flag
     assert list(plan.env) == sorted(plan.env)  # the order the current entrypoint uses, written for the older ones
@@ -116,11 +118,16 @@ def test_the_g7e_image_is_the_one_in_jumpstarts_recorded_spec():
         assert images.choose_image(region, "ml.g7e.2xlarge").uri == peagle["image"]
 
 
-def test_our_cuda13_family_list_is_the_sdks():
-    sdk = images.sdk_cuda13_families()
+def test_our_cuda13_family_list_is_the_sdks(monkeypatch):
+    """The SDK keeps the instance families it pairs with the CUDA 13 AMI under a private name, with no public
+    accessor; the package keeps its own copy (images.CUDA13_AMI_FAMILIES) and this test reads the private
+    name only to catch the SDK changing its list. Its own resolver, run on a cu130 image, must agree too."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # importing sagemaker.serve builds clients
+    servers = pytest.importorskip("sagemaker.serve.model_builder_servers")
+    sdk = getattr(servers, "_CUDA_13_INFERENCE_AMI_COMPATIBLE_FAMILIES", None)
     if sdk is None:
-        pytest.skip("this sagemaker-serve release has no CUDA 13 AMI list")
-    assert images.CUDA13_AMI_FAMILIES == sdk
+        pytest.fail("sagemaker-serve no longer has its CUDA 13 AMI list: check images.CUDA13_AMI_FAMILIES by hand")
+    assert images.CUDA13_AMI_FAMILIES == frozenset(sdk)
 
 
 def test_multi_gpu_instance_sets_tensor_parallel():
@@ -193,7 +200,7 @@ def test_instance_table_agrees_with_the_sdk_and_with_aws():
     if not sdk:
         pytest.skip("SageMaker SDK not installed")
     checked = 0
-    for name, (gpus, _, mem_gib, _) in instances.INSTANCES.items():
+    for name, (gpus, _, mem_gib) in instances.INSTANCES.items():
         if name in sdk:
             assert sdk[name]["Count"] == gpus, name
             assert abs(sdk[name]["TotalGpuMemoryInMiB"] / 1024 - mem_gib) / mem_gib < 0.05, name
@@ -224,3 +231,20 @@ def test_missing_aws_libraries_name_the_extra(monkeypatch):
         _deps.require("boto3")
     # Planning itself needs neither boto3 nor AWS.
     assert build_plan("tiny-peagle").k == 4
+
+
+def test_every_price_names_its_region_date_and_source():
+    assert instances.PRICES
+    for (region, itype), price in instances.PRICES.items():
+        assert price.region == region and itype in instances.INSTANCES
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.as_of) and price.source and price.usd_per_hour > 0
+        assert f"in {region}, as of {price.as_of}" in price.describe()
+
+
+def test_a_region_without_prices_has_no_price_not_another_regions():
+    assert instances.hourly_cost("ml.g6e.2xlarge", 2, "us-east-1") == 5.62
+    assert instances.hourly_cost("ml.g6e.2xlarge", 1, "ap-southeast-3") is None
+    assert instances.instance_info("ml.g6e.2xlarge", "ap-southeast-3").price is None
+    plan = build_plan("gpt-oss-20b-peagle", region="ap-southeast-3", role_arn=ROLE)
+    assert plan.hourly_cost_usd() is None and "no price for ap-southeast-3 in the table" in plan.describe()
+    assert "as of 2026-12-02" in build_plan("gpt-oss-20b-peagle", region="us-east-1", role_arn=ROLE).describe()

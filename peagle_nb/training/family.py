@@ -138,13 +138,19 @@ def _device_flags(smoke: bool, device: str | None) -> list[str]:
     return ["--device", device or ("cpu" if smoke else "cuda")]
 
 
-# ----------------------------------------------------------------------------------------------- command A
-def target_command(args: argparse.Namespace) -> int:
+def _start(args: argparse.Namespace, stage: str) -> tuple[Clock, Path, Path, dict]:
+    """A command's clock, its output and work folders (``stage`` under the work folder emptied, so no earlier
+    run's files are taken for this one's) and its training processes' environment."""
     clock = Clock(args.deadline_s)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work / "targets", ignore_errors=True)
-    env = child_env(work)
+    shutil.rmtree(work / stage, ignore_errors=True)
+    return clock, out, work, child_env(work)
+
+
+# ----------------------------------------------------------------------------------------------- command A
+def target_command(args: argparse.Namespace) -> int:
+    clock, out, work, env = _start(args, "targets")
     runs = args.runs or ([20, 40] if args.smoke else [1200, 2000, 4000])
     procs, logs = {}, []
     for steps in runs:
@@ -242,11 +248,7 @@ def _proposed_draft_vocab(target: Path) -> int | None:
 
 
 def heads_command(args: argparse.Namespace) -> int:
-    clock = Clock(args.deadline_s)
-    out, work = Path(args.out), Path(args.work)
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work / "heads", ignore_errors=True)
-    env = child_env(work)
+    clock, out, work, env = _start(args, "heads")
     target = Path(args.target) if args.target else paths.models_dir() / TARGET_NAME
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: run command A, unpack tiny-target.tar.gz into "

@@ -2,7 +2,8 @@
 deployed on SageMaker AI. Explained in notebook 05 (serving) and notebook 06 (deployment).
 
 The suite's tiny heads run anywhere (vLLM's CPU build included). The public heads need a GPU; their K is
-the one their model cards recommend, ``trained_k`` the depth they were trained for, and ``gpu_memory_gib``
+the one their model cards recommend, ``trained_k`` the depth they were trained for (both from the one table in
+``peagle_nb.models.public_heads``), and ``gpu_memory_gib``
 the least GPU memory we would start them on (weights + KV cache for modest concurrency at the given
 ``--max-model-len``). Every speculative config says ``"method": "eagle3"``: P-EAGLE is EAGLE-3's drafter
 run with ``"parallel_drafting": true`` (vLLM >= 0.16).
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from peagle_nb import paths
-from peagle_nb.models.public_heads import public_head
+from peagle_nb.models.public_heads import PublicHead, public_head
 
 # Blog flags for GPT-OSS (vLLM/AWS P-EAGLE blog): fp8 KV cache, async scheduling, large cudagraph capture.
 _GPT_OSS_FLAGS = ("--kv-cache-dtype", "fp8", "--async-scheduling", "--max-cudagraph-capture-size", "4096",
@@ -71,6 +72,12 @@ class Preset:
         return str(paths.models_dir() / self.head) if self.local else self.head
 
 
+def _public_peagle(name: str, card: PublicHead, head: str | None = None, **fields) -> Preset:
+    """A public P-EAGLE head's preset with its model card's target, serve K and trained K; ``head`` names a variant
+    of the carded head (long context) served with the same K."""
+    return Preset(name, card.target, head or card.repo, "peagle", card.serve_k, trained_k=card.trained_k, **fields)
+
+
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     # --- the suite's tiny models (data/models, trained by `peagle-nb train`) ---------------------------
     Preset("tiny-none", "tiny-target", None, "none", 0, engine_flags=_TINY_FLAGS, local=True,
@@ -80,33 +87,29 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("tiny-peagle", "tiny-target", "tiny-peagle", "peagle", 4, engine_flags=_TINY_FLAGS, local=True,
            source="this suite", notes="P-EAGLE head: one parallel drafter pass per step"),
     # --- public P-EAGLE heads (HF model cards) ----------------------------------------------------------
-    Preset("gpt-oss-20b-peagle", _PEAGLE_20B.target, _PEAGLE_20B.repo, "peagle", _PEAGLE_20B.serve_k,
-           trained_k=_PEAGLE_20B.trained_k, engine_flags=_GPT_OSS_20B_FLAGS, gpu_memory_gib=40,
-           instance_type=_48_GIB_INSTANCE,
-           source=f"HF card {_PEAGLE_20B.repo}; vLLM/AWS P-EAGLE blog (best K=7 at every concurrency)",
-           notes="MXFP4 target ~14 GiB of weights; 40 GiB leaves room for KV cache (H100/H200/L40S/A100-80G). "
-                 "Needs the KV-cache-group fix (vLLM PR #35062/#36684), else startup fails in "
-                 "validate_same_kv_cache_group."),
-    Preset("gpt-oss-20b-peagle-long", _PEAGLE_20B.target, "amazon/gpt-oss-20b-p-eagle-long-context", "peagle",
-           _PEAGLE_20B.serve_k, trained_k=_PEAGLE_20B.trained_k, engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=48,
-           instance_type=_48_GIB_INSTANCE,
-           source="HF amazon/gpt-oss-20b-p-eagle-long-context (K as the short-context head)",
-           notes="long-context variant; size KV cache for the context you serve"),
-    Preset("gpt-oss-120b-peagle", _PEAGLE_120B.target, _PEAGLE_120B.repo, "peagle", _PEAGLE_120B.serve_k,
-           trained_k=_PEAGLE_120B.trained_k, engine_flags=_GPT_OSS_120B_FLAGS, gpu_memory_gib=80,
-           instance_type=_96_GIB_INSTANCE,
-           source=f"HF card {_PEAGLE_120B.repo} (trained K={_PEAGLE_120B.trained_k}, serve K={_PEAGLE_120B.serve_k})",
-           notes="MXFP4 target ~61 GiB of weights: one 80 GiB GPU (H100/H200/B200)"),
-    Preset("gpt-oss-120b-peagle-long", _PEAGLE_120B.target, "amazon/gpt-oss-120b-p-eagle-long-context", "peagle",
-           _PEAGLE_120B.serve_k, trained_k=_PEAGLE_120B.trained_k, engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=80,
-           instance_type=_96_GIB_INSTANCE,
-           source="HF amazon/gpt-oss-120b-p-eagle-long-context", notes="long-context variant"),
-    Preset("qwen3-coder-30b-peagle", _PEAGLE_QWEN.target, _PEAGLE_QWEN.repo, "peagle", _PEAGLE_QWEN.serve_k,
-           trained_k=_PEAGLE_QWEN.trained_k, engine_flags=_QWEN_FLAGS, gpu_memory_gib=80,
-           instance_type=_96_GIB_INSTANCE,
-           source=f"HF card {_PEAGLE_QWEN.repo} (serve command: K={_PEAGLE_QWEN.serve_k}, max-model-len 16384)",
-           notes="bf16 target ~57 GiB of weights; the FP8 target (Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8, the one "
-                 "the head was trained on) halves that"),
+    _public_peagle("gpt-oss-20b-peagle", _PEAGLE_20B, engine_flags=_GPT_OSS_20B_FLAGS, gpu_memory_gib=40,
+                   instance_type=_48_GIB_INSTANCE,
+                   source=f"HF card {_PEAGLE_20B.repo}; vLLM/AWS P-EAGLE blog (best K=7 at every concurrency)",
+                   notes="MXFP4 target ~14 GiB of weights; 40 GiB leaves room for KV cache (H100/H200/L40S/A100-80G). "
+                         "Needs the KV-cache-group fix (vLLM PR #35062/#36684), else startup fails in "
+                         "validate_same_kv_cache_group."),
+    _public_peagle("gpt-oss-20b-peagle-long", _PEAGLE_20B, "amazon/gpt-oss-20b-p-eagle-long-context",
+                   engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=48, instance_type=_48_GIB_INSTANCE,
+                   source="HF amazon/gpt-oss-20b-p-eagle-long-context (K as the short-context head)",
+                   notes="long-context variant; size KV cache for the context you serve"),
+    _public_peagle("gpt-oss-120b-peagle", _PEAGLE_120B, engine_flags=_GPT_OSS_120B_FLAGS, gpu_memory_gib=80,
+                   instance_type=_96_GIB_INSTANCE,
+                   source=f"HF card {_PEAGLE_120B.repo} (trained K={_PEAGLE_120B.trained_k}, "
+                          f"serve K={_PEAGLE_120B.serve_k})",
+                   notes="MXFP4 target ~61 GiB of weights: one 80 GiB GPU (H100/H200/B200)"),
+    _public_peagle("gpt-oss-120b-peagle-long", _PEAGLE_120B, "amazon/gpt-oss-120b-p-eagle-long-context",
+                   engine_flags=_GPT_OSS_FLAGS, gpu_memory_gib=80, instance_type=_96_GIB_INSTANCE,
+                   source="HF amazon/gpt-oss-120b-p-eagle-long-context", notes="long-context variant"),
+    _public_peagle("qwen3-coder-30b-peagle", _PEAGLE_QWEN, engine_flags=_QWEN_FLAGS, gpu_memory_gib=80,
+                   instance_type=_96_GIB_INSTANCE,
+                   source=f"HF card {_PEAGLE_QWEN.repo} (serve command: K={_PEAGLE_QWEN.serve_k}, max-model-len 16384)",
+                   notes="bf16 target ~57 GiB of weights; the FP8 target (Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8, the "
+                         "one the head was trained on) halves that"),
     # --- EAGLE-3 baselines --------------------------------------------------------------------------------
     Preset("gpt-oss-20b-eagle3", "openai/gpt-oss-20b", "RedHatAI/gpt-oss-20b-speculator.eagle3", "eagle3", 3,
            engine_flags=_GPT_OSS_20B_FLAGS, gpu_memory_gib=40, instance_type=_48_GIB_INSTANCE,

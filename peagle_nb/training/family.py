@@ -134,6 +134,14 @@ def gather_logs(logs: list[Path], out_file: Path) -> None:
             f.write(p.read_text(encoding="utf-8", errors="replace") if p.is_file() else "(no output)\n")
 
 
+def _write_summary(summary: dict, clock: Clock, logs: list[Path], stem: Path) -> None:
+    """``stem``.json (the summary, with the command's seconds) and ``stem``.log (every child's output), written
+    whether the command finished or failed."""
+    summary["seconds"] = round(clock.elapsed(), 1)
+    stem.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    gather_logs(logs, stem.with_suffix(".log"))
+
+
 def _device_flags(smoke: bool, device: str | None) -> list[str]:
     return ["--device", device or ("cpu" if smoke else "cuda")]
 
@@ -170,9 +178,7 @@ def target_command(args: argparse.Namespace) -> int:
         add_continuations(kept["folder"], args, clock)
         summary["packed"] = [pack(kept["folder"], out / f"{TARGET_NAME}.tar.gz", arcname=TARGET_NAME)]
     finally:
-        summary["seconds"] = round(clock.elapsed(), 1)
-        (out / "family_target.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-        gather_logs(logs, out / "family_target.log")
+        _write_summary(summary, clock, logs, out / "family_target")
     log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
 
@@ -299,9 +305,7 @@ def heads_command(args: argparse.Namespace) -> int:
                                                        out / "domain_shift.json")
         summary["packed"] = [pack(work / "heads" / n, out / f"{n}.tar.gz") for n in finished]
     finally:
-        summary["seconds"] = round(clock.elapsed(), 1)
-        (out / "family_heads.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-        gather_logs(logs, out / "family_heads.log")
+        _write_summary(summary, clock, logs, out / "family_heads")
     log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
 

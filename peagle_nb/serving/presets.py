@@ -3,10 +3,9 @@ deployed on SageMaker AI. Explained in notebook 05 (serving) and notebook 06 (de
 
 The suite's tiny heads run anywhere (vLLM's CPU build included). The public heads need a GPU; their K is
 the one their model cards recommend, ``trained_k`` the depth they were trained for (both from the one table in
-``peagle_nb.models.public_heads``), and ``gpu_memory_gib``
-the least GPU memory we would start them on (weights + KV cache for modest concurrency at the given
-``--max-model-len``). Every speculative config says ``"method": "eagle3"``: P-EAGLE is EAGLE-3's drafter
-run with ``"parallel_drafting": true`` (vLLM >= 0.16).
+``peagle_nb.models.public_heads``), and ``gpu_memory_gib`` the least GPU memory we would start them on
+(weights + KV cache for modest concurrency at the given ``--max-model-len``). Every speculative config says
+``"method": "eagle3"``: P-EAGLE is EAGLE-3's drafter run with ``"parallel_drafting": true`` (vLLM >= 0.16).
 
 Deployment-only field: ``instance_type``, the SageMaker AI instance ``peagle_nb.sagemaker.plan`` deploys
 the preset to unless told otherwise. ``peagle-nb serve`` and the SageMaker plan read the same flags, so a

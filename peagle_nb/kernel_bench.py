@@ -131,8 +131,8 @@ def _expand_block_sweep(device: str, B: int, K: int, H: int) -> tuple[list[dict]
     nbytes = he.bytes_moved(target, src)
     rows = []
     for br, bh, nw in EXPAND_BLOCKS:
-        fn = lambda: he.expand_hidden(target, mask, src, out=buf, use_triton=True, check_values=False,  # noqa: E731
-                                      block_r=br, block_h=bh, num_warps=nw)
+        fn = partial(he.expand_hidden, target, mask, src, out=buf, use_triton=True, check_values=False,
+                     block_r=br, block_h=bh, num_warps=nw)
         ms = he.flushed_ms(fn, device)
         rows.append({"kernel": "hidden_expand", "variant": "block_sweep", "batch_size": B, "k": K, "hidden_size": H,
                      "block_r": br, "block_h": bh, "num_warps": nw, "flushed_us": ms * 1e3,
@@ -224,7 +224,10 @@ def summarize(doc: dict[str, Any], max_floor_batch: int = 256, large_batch: int 
     # target_positions (one dependent load more); "triton_loop" omits max_query_len (each program loops). Both are
     # absent from files recorded before they existed.
     # Each row's own floor (measured alternately with it) where the file has one, else the run's.
-    over = lambda r: r[metric] / (r.get("floor_us") if metric == "device_us" and r.get("floor_us") else floor)  # noqa: E731
+
+    def over(r: dict) -> float:
+        return r[metric] / (r.get("floor_us") if metric == "device_us" and r.get("floor_us") else floor)
+
     for name, kernel, variant in FLOOR_RATIOS:
         upto = [r for r in runs if r.get("kernel") == kernel and r.get("variant") == variant
                 and r["batch_size"] <= max_floor_batch]

@@ -48,6 +48,47 @@ def _sets(summary: dict, key: str, fmt) -> str:
     return " / ".join(fmt(summary[s][key]) if s in summary and key in summary[s] else "-" for s in SETS)
 
 
+def _vllm_rows(runs: list[dict]) -> list[tuple[str, str, str, str]]:
+    """Rows of ``vllm_cpu.json``: acceptance against the suite's engine, and drafter passes per step."""
+    out = []
+    greedy = [r for r in runs if r.get("measures") == "acceptance" and r.get("temperature", 0) == 0
+              and "tau_engine" in r]
+    sampled = [r for r in runs if r.get("measures") == "acceptance" and r.get("temperature", 0) > 0
+               and "tau_agrees" in r]
+    sampled_runs = [r for r in sampled if r.get("cpu_sampling_fix", True)]
+    shipped = [r for r in sampled if not r.get("cpu_sampling_fix", True)]
+    if greedy or sampled_runs:
+        same = sum(abs(r["tau"] - r["tau_engine"]) < 1e-9 for r in greedy)
+        agree = sum(r["tau_agrees"] for r in sampled_runs)
+        pooled = sampled_pooled_gaps(sampled_runs)
+        worst = max((abs(g) for g in pooled.values()), default=0.0)
+        kinds = sorted({r.get("standard_error", "step-level") for r in sampled_runs}) or ["step-level"]
+        out.append(("real vLLM (CPU build) on the same prompts: greedy τ equal to the suite engine's / sampled τ "
+                    f"at T=1 within 3 {'/'.join(kinds)} standard errors (with `cpu_sampling_fix`) / largest gap "
+                    "of the 3-seed means per head and set",
+                    f"{same} of {len(greedy)} runs / {agree} of {len(sampled_runs)} / {100 * worst:.1f}%",
+                    "(both heads)", "`vllm_cpu.json`"))
+    if shipped:
+        lo, hi = min(r["tau"] for r in shipped), max(r["tau"] for r in shipped)
+        elo, ehi = min(r["tau_engine"] for r in shipped), max(r["tau_engine"] for r in shipped)
+        out.append(("the same sampled runs with vLLM's CPU build as shipped (its sampler divides the logits by "
+                    "unwritten temperatures): vLLM τ vs the engine's", f"{lo:.2f}-{hi:.2f} vs {elo:.2f}-{ehi:.2f}",
+                    "(both heads)", "`vllm_cpu.json`"))
+    passes = {m: _passes_per_step(runs, m) for m in ("peagle", "eagle3")}
+    if all(passes.values()):
+        out.append(("drafter passes per step in vLLM (forward hooks on its target and drafter; greedy, one request "
+                    "at a time)",
+                    passes["peagle"], passes["eagle3"], "`vllm_cpu.json`"))
+    return out
+
+
+def _passes_per_step(runs: list[dict], method: str) -> str:
+    """``1.00 (K=2) / 1.00 (K=4)``: the drafter's forward passes per target pass of ``method``'s hooked runs."""
+    by_k = {r["k"]: r["drafter_passes_per_step"] for r in runs
+            if r["method"] == method and r.get("drafter_passes_per_step") is not None}
+    return " / ".join(f"{by_k[k]:.2f} (K={k})" for k in sorted(by_k))
+
+
 def rows() -> list[tuple[str, str, str, str]]:
     """(measurement, P-EAGLE, EAGLE-3, source) rows, from whichever results files exist."""
     out = []
@@ -65,30 +106,7 @@ def rows() -> list[tuple[str, str, str, str]]:
                     _sets(s, "peagle.k7.tau", f2), _sets(s, "eagle3.k7.tau", f2), "`engine_cpu.json`"))
     vllm = _load("vllm_cpu.json")
     if vllm:
-        greedy = [r for r in vllm["runs"] if r.get("measures") == "acceptance" and r.get("temperature", 0) == 0
-                  and "tau_engine" in r]
-        sampled = [r for r in vllm["runs"] if r.get("measures") == "acceptance" and r.get("temperature", 0) > 0
-                   and "tau_agrees" in r]
-        sampled_runs = [r for r in sampled if r.get("cpu_sampling_fix", True)]
-        shipped = [r for r in sampled if not r.get("cpu_sampling_fix", True)]
-        if greedy or sampled_runs:
-            same = sum(abs(r["tau"] - r["tau_engine"]) < 1e-9 for r in greedy)
-            agree = sum(r["tau_agrees"] for r in sampled_runs)
-            pooled = sampled_pooled_gaps(sampled_runs)
-            worst = max((abs(g) for g in pooled.values()), default=0.0)
-            kinds = sorted({r.get("standard_error", "step-level") for r in sampled_runs}) or ["step-level"]
-            out.append(("real vLLM (CPU build) on the same prompts: greedy τ equal to the suite engine's / sampled τ "
-                        f"at T=1 within 3 {'/'.join(kinds)} standard errors (with `cpu_sampling_fix`) / largest gap "
-                        "of the 3-seed means per head and set",
-                        f"{same} of {len(greedy)} runs / {agree} of {len(sampled_runs)} / {100 * worst:.1f}%",
-                        "(both heads)", "`vllm_cpu.json`"))
-        if shipped:
-            lo, hi = min(r["tau"] for r in shipped), max(r["tau"] for r in shipped)
-            elo, ehi = min(r["tau_engine"] for r in shipped), max(r["tau_engine"] for r in shipped)
-            out.append(("the same sampled runs with vLLM's CPU build as shipped (its sampler divides the logits by "
-                        "unwritten temperatures): vLLM τ vs the engine's", f"{lo:.2f}-{hi:.2f} vs {elo:.2f}-{ehi:.2f}",
-                        "(both heads)", "`vllm_cpu.json`"))
-    out.append(("drafter passes per step in vLLM (forward hooks)", "1", "K", "notebook 05"))
+        out += _vllm_rows(vllm["runs"])
     if h200:
         e = h200["engines"]
         floor = h200["target_step_floor_ms"]

@@ -211,7 +211,10 @@ def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Mapping], method
     by = {s: {m: [r for r in _runs_at(runs, m, k, prompt_set) if r.get("sweep", 0) == s]
               for m in ("none", method)} for s in sweeps}
     pairs = [(v["none"][0], v[method][0]) for v in by.values() if v["none"] and v[method]]
-    med = lambda f: statistics.median(f(b, r) for b, r in pairs)  # noqa: E731
+
+    def med(f) -> float:  # median over the sweeps of f(plain run, method's run)
+        return statistics.median(f(b, r) for b, r in pairs)
+
     return {"tau": tau, "phases": tau * step_ms(plain) / step_ms(row),
             "tau_for_2x": 2 * step_ms(row) / step_ms(plain), "ceiling": (k + 1) * step_ms(plain) / step_ms(row),
             "step_wall": med(lambda b, r: r["tau"] * b["step_ms"] / r["step_ms"]),

@@ -195,7 +195,10 @@ def cases_hidden_expand() -> dict:
         ref = reference_expand_hidden(target, mask, src)
         tri = expand_hidden(target, mask, src, use_triton=True, block_r=4, block_h=64)
         eag = eager_expand_hidden(target, mask, hmap, masked)
-        diff = lambda a: float((a.float() - ref.float()).abs().max()) if ref.numel() else 0.0  # noqa: E731
+
+        def diff(a: torch.Tensor) -> float:
+            return float((a.float() - ref.float()).abs().max()) if ref.numel() else 0.0
+
         out[name] = {"diff": diff(tri), "eager_diff": diff(eag), "n_out": int(src.numel()),
                      "n_mask_rows": int((src == -1).sum()), "n_pad_rows": int((src == -2).sum())}
 

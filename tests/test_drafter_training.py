@@ -179,7 +179,10 @@ def test_smoke_training_options(smoke_target, tmp_path):
 
     cache = tmp_path / "data.pt"
     common = ["--smoke", "--target", str(smoke_target), "--device", "cpu", "--data-cache", str(cache)]
-    run = lambda *opts: train_cmd.run(argparse.Namespace(what="peagle", options=common + list(opts)))  # noqa: E731
+
+    def run(*opts: str) -> int:
+        return train_cmd.run(argparse.Namespace(what="peagle", options=common + list(opts)))
+
     assert run("--data-only") == 0 and cache.is_file()
     blob = torch.load(cache)
     # token ids (and each sequence's corpus domain) only: the target is the teacher

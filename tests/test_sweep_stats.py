@@ -8,6 +8,11 @@ import pytest
 from peagle_nb.serving.sweep import compare_sampled, tau_standard_error
 
 
+def draw_steps(rng: random.Random, p: float, n: int) -> list[int]:
+    """Accepted counts of ``n`` steps of K=7 whose drafts are each accepted with probability ``p``."""
+    return [sum(rng.random() < p for _ in range(7)) for _ in range(n)]
+
+
 def counters(accepted, k):
     """vLLM's per-position counters of a list of per-step accepted counts."""
     return [sum(a >= j for a in accepted) for j in range(1, k + 1)]
@@ -25,7 +30,10 @@ def test_standard_error_from_counters_equals_the_direct_one():
 
 def test_same_distribution_agrees_and_a_shifted_one_does_not():
     rng = random.Random(1)
-    draw = lambda p, n: [sum(rng.random() < p for _ in range(7)) for _ in range(n)]  # noqa: E731
+
+    def draw(p: float, n: int) -> list[int]:
+        return draw_steps(rng, p, n)
+
     vllm_steps, engine_steps = draw(0.4, 600), draw(0.4, 600)
     run = {"tau": 1 + sum(vllm_steps) / 600, "accepted_per_position": counters(vllm_steps, 7), "num_drafts": 600}
     same = compare_sampled(run, {"tau": 1 + sum(engine_steps) / 600, "accepted_per_step": engine_steps})
@@ -41,11 +49,17 @@ def test_prompt_level_error_widens_when_prompts_differ_and_matches_steps_when_th
     from peagle_nb.serving.sweep import prompt_level_standard_error
 
     rng = random.Random(2)
-    draw = lambda p, n: [sum(rng.random() < p for _ in range(7)) for _ in range(n)]  # noqa: E731
+
+    def draw(p: float, n: int) -> list[int]:
+        return draw_steps(rng, p, n)
+
     easy_hard = draw(0.7, 50) + draw(0.2, 50) + draw(0.7, 50) + draw(0.2, 50)  # 4 prompts, 2 easy, 2 hard
     alike = draw(0.45, 200)
     n = 200
-    step_se = lambda a: (sum((x - sum(a) / n) ** 2 for x in a) / (n - 1)) ** 0.5 / n ** 0.5  # noqa: E731
+
+    def step_se(a: list[int]) -> float:
+        return (sum((x - sum(a) / n) ** 2 for x in a) / (n - 1)) ** 0.5 / n ** 0.5
+
     assert prompt_level_standard_error(easy_hard, [50] * 4) > 1.5 * step_se(easy_hard)
     assert 0.3 < prompt_level_standard_error(alike, [50] * 4) / step_se(alike) < 2.0  # 4 clusters: a rough estimate
     run = {"tau": 1 + sum(easy_hard) / n, "accepted_per_position": counters(easy_hard, 7), "num_drafts": n}

@@ -61,7 +61,9 @@ def test_find_loop_stops_at_the_first_looping_prompt():
 
 
 def test_mark_repeats_wraps_each_run():
-    decode = lambda ids: "".join(chr(ord("a") + i) for i in ids)  # noqa: E731 - a one-letter-per-token tokenizer
+    def decode(ids: list[int]) -> str:  # a one-letter-per-token tokenizer
+        return "".join(chr(ord("a") + i) for i in ids)
+
     assert mark_repeats(decode, [0, 1, 2, 3, 4], [False, True, True, False, True]) == "a⟦bc⟧d⟦e⟧"
     assert mark_repeats(decode, [0, 1], [True, True], "<", ">") == "<ab>"
     assert mark_repeats(decode, [], []) == ""

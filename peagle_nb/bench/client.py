@@ -181,7 +181,9 @@ async def run_benchmark_async(backend, prompts: list[str], concurrency=(1, 4), m
 
 def run_benchmark(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64, **kwargs) -> dict[str, Any]:
     """Synchronous wrapper; works inside Jupyter (whose event loop is already running) via a thread."""
-    coro_fn = lambda: run_benchmark_async(backend, prompts, concurrency, max_tokens, **kwargs)  # noqa: E731
+    def coro_fn():
+        return run_benchmark_async(backend, prompts, concurrency, max_tokens, **kwargs)
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

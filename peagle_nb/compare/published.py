@@ -41,9 +41,10 @@ from peagle_nb.compare.data import load_results, runs_of, select
 from peagle_nb.compare.fitting import Fit, least_squares
 from peagle_nb.compare.predict import predict
 from peagle_nb.compare.step_model import SPEC_METHODS, StepCost
+from peagle_nb.models.public_heads import public_head
 
 TARGET_20B = "openai/gpt-oss-20b"
-TRAINED_K_20B = 10  # amazon/GPT-OSS-20B-P-EAGLE model card
+TRAINED_K_20B = public_head("amazon/GPT-OSS-20B-P-EAGLE").trained_k  # the head the blog measured
 SWEPT_K = (3, 5, 7)  # what the blog swept
 ALL_K = tuple(range(1, TRAINED_K_20B + 1))
 FIT_CONCURRENCIES = (1, 4, 16, 64)  # the fit subset; the blog's other concurrencies are held out

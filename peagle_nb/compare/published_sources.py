@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from peagle_nb import paths
+from peagle_nb.models.public_heads import PUBLIC_PEAGLE_HEADS
 from peagle_nb.results import SCHEMA, validate
 
 TRANSCRIBED = "2026-12-03T00:00:00Z"
@@ -65,11 +66,8 @@ PAPER_RANGE = {"targets": ["openai/gpt-oss-120b", "openai/gpt-oss-20b", "Qwen/Qw
                "min": 1.10, "max": 1.36}
 PR_RESULT = {"target": "openai/gpt-oss-120b", "hardware": "NVIDIA B200", "drafter_layers": 2, "k": 7,
              "concurrency": 1, "tokens_per_s": 560.0, "speedup_over_none": 1.52, "speedup_over_eagle3": 1.12}
-SERVING_DEFAULTS = [  # (target, head, serve K, trained K)
-    ("openai/gpt-oss-120b", "amazon/gpt-oss-120b-p-eagle", 5, 8),
-    ("openai/gpt-oss-20b", "amazon/GPT-OSS-20B-P-EAGLE", 7, 10),
-    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE", 10, 18),
-]
+# Serve K and trained K of each public head: the model cards' values, kept in peagle_nb.models.public_heads.
+SERVING_DEFAULTS = [(h.target, h.repo, h.serve_k, h.trained_k) for h in PUBLIC_PEAGLE_HEADS.values()]
 CARD_ACCEPTANCE = [  # (target, head, K, prompt set, tau)
     ("openai/gpt-oss-120b", "amazon/gpt-oss-120b-p-eagle", 5, "MT-Bench", 2.68),
     ("openai/gpt-oss-120b", "amazon/gpt-oss-120b-p-eagle", 5, "HumanEval", 3.15),

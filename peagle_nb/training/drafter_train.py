@@ -110,5 +110,8 @@ def _earlier_run(init_from: Path | None) -> dict | None:
         return None
     log_path = Path(init_from) / "training_log.json"
     earlier = json.loads(log_path.read_text()) if log_path.is_file() else {}
-    total = lambda key: earlier.get(key, 0) + ((earlier.get("init_from") or {}).get(key, 0))  # noqa: E731
+
+    def total(key: str) -> float:  # this head's runs and the runs of the head it started from
+        return earlier.get(key, 0) + ((earlier.get("init_from") or {}).get(key, 0))
+
     return {"path": str(init_from), "steps_run": total("steps_run"), "train_seconds": round(total("train_seconds"), 1)}

@@ -134,17 +134,31 @@ def gather_logs(logs: list[Path], out_file: Path) -> None:
             f.write(p.read_text(encoding="utf-8", errors="replace") if p.is_file() else "(no output)\n")
 
 
+def _write_summary(summary: dict, clock: Clock, logs: list[Path], stem: Path) -> None:
+    """``stem``.json (the summary, with the command's seconds) and ``stem``.log (every child's output), written
+    whether the command finished or failed."""
+    summary["seconds"] = round(clock.elapsed(), 1)
+    stem.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    gather_logs(logs, stem.with_suffix(".log"))
+
+
 def _device_flags(smoke: bool, device: str | None) -> list[str]:
     return ["--device", device or ("cpu" if smoke else "cuda")]
 
 
-# ----------------------------------------------------------------------------------------------- command A
-def target_command(args: argparse.Namespace) -> int:
+def _start(args: argparse.Namespace, stage: str) -> tuple[Clock, Path, Path, dict]:
+    """A command's clock, its output and work folders (``stage`` under the work folder emptied, so no earlier
+    run's files are taken for this one's) and its training processes' environment."""
     clock = Clock(args.deadline_s)
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work / "targets", ignore_errors=True)
-    env = child_env(work)
+    shutil.rmtree(work / stage, ignore_errors=True)
+    return clock, out, work, child_env(work)
+
+
+# ----------------------------------------------------------------------------------------------- command A
+def target_command(args: argparse.Namespace) -> int:
+    clock, out, work, env = _start(args, "targets")
     runs = args.runs or ([20, 40] if args.smoke else [1200, 2000, 4000])
     procs, logs = {}, []
     for steps in runs:
@@ -164,9 +178,7 @@ def target_command(args: argparse.Namespace) -> int:
         add_continuations(kept["folder"], args, clock)
         summary["packed"] = [pack(kept["folder"], out / f"{TARGET_NAME}.tar.gz", arcname=TARGET_NAME)]
     finally:
-        summary["seconds"] = round(clock.elapsed(), 1)
-        (out / "family_target.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-        gather_logs(logs, out / "family_target.log")
+        _write_summary(summary, clock, logs, out / "family_target")
     log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
 
@@ -242,11 +254,7 @@ def _proposed_draft_vocab(target: Path) -> int | None:
 
 
 def heads_command(args: argparse.Namespace) -> int:
-    clock = Clock(args.deadline_s)
-    out, work = Path(args.out), Path(args.work)
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work / "heads", ignore_errors=True)
-    env = child_env(work)
+    clock, out, work, env = _start(args, "heads")
     target = Path(args.target) if args.target else paths.models_dir() / TARGET_NAME
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: run command A, unpack tiny-target.tar.gz into "
@@ -297,9 +305,7 @@ def heads_command(args: argparse.Namespace) -> int:
                                                        out / "domain_shift.json")
         summary["packed"] = [pack(work / "heads" / n, out / f"{n}.tar.gz") for n in finished]
     finally:
-        summary["seconds"] = round(clock.elapsed(), 1)
-        (out / "family_heads.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-        gather_logs(logs, out / "family_heads.log")
+        _write_summary(summary, clock, logs, out / "family_heads")
     log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
 

@@ -30,6 +30,7 @@ from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
 from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, load_target, make_config, save_target
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
+from peagle_nb.training.runtime import resolve_device
 from peagle_nb.training.schedule import lr_at
 from peagle_nb.training.target_card import model_card
 from peagle_nb.training.target_eval import (evaluate_split, greedy_samples, heldout_loss, token_stream,
@@ -90,14 +91,6 @@ class TargetTrainConfig:
                     arch=dict(SMOKE_ARCH), max_chars_per_domain=150_000, smoke=True, n_samples=1)
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda but torch sees no CUDA GPU. Fix: use --device cpu (or auto).")
-    return torch.device(device)
 
 
 def _device_name(device: torch.device) -> str:

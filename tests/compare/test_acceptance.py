@@ -61,7 +61,25 @@ def test_curve_from_tau_matches_published_tau_and_decays():
     assert c.tau(7) == pytest.approx(3.70, abs=1e-6)
     cond = conditional_rates(c.rates_for(10))
     assert cond[9] < cond[0]
-    assert math.isclose(c.tau(40), c.tau(40))  # finite beyond the stored positions
+
+
+def test_curve_past_its_stored_positions_follows_the_closed_form():
+    """A constant conditional rate alpha gives tau(K) = (1 - alpha^(K+1)) / (1 - alpha) at every K: the curve
+    stores 32 positions, so tau(40) checks the tail continuing past them, not only the stored rates."""
+    alpha = 0.8
+    c = curve_from_tau((1 - alpha ** 8) / (1 - alpha), 7)
+    assert len(c.rates) == 32
+    assert c.tau(40) == pytest.approx((1 - alpha ** 41) / (1 - alpha), rel=1e-9)
+
+
+def test_decaying_curve_continues_with_its_last_conditional_rate():
+    """Past the stored positions each rate is the previous one times the last stored conditional rate: a
+    geometric series added to the stored tau."""
+    c = curve_from_tau(3.70, 7, decay=0.98)
+    n, last, q = len(c.rates), c.rates[-1], conditional_rates(c.rates)[-1]
+    assert c.tail_alpha == pytest.approx(q, rel=1e-9)
+    assert c.tau(n + 8) == pytest.approx(c.tau(n) + last * sum(q ** m for m in range(1, 9)), rel=1e-12)
+    assert math.isfinite(c.tau(1000)) and c.tau(1000) < 1 + n + last / (1 - q)
 
 
 def test_curve_rejects_bad_rates():

@@ -57,3 +57,21 @@ def summarize(accepted: Sequence[int], k: int) -> dict:
         "accept_rate_per_position": rates,
         "conditional_alpha": conditional_alphas(rates),
     }
+
+
+def tau_by_output_position(accepted_per_step: Sequence[int], steps_per_prompt: Sequence[int],
+                           edge: int) -> tuple[float, float]:
+    """tau of the steps that start before output token ``edge`` and of those that start at or after it (each prompt's
+    steps in order; the first output token comes from the prefill). A drafter trained on sequences of ``edge``
+    positions sees positions past its training length in the second group (notebook 03)."""
+    if sum(steps_per_prompt) != len(accepted_per_step):
+        raise ValueError(f"steps_per_prompt sums to {sum(steps_per_prompt)}, but there are {len(accepted_per_step)} "
+                         "steps: pass the lists of one run record")
+    early, late, i = [], [], 0
+    for n in steps_per_prompt:
+        produced = 1
+        for a in accepted_per_step[i:i + n]:
+            (early if produced < edge else late).append(a)
+            produced += a + 1
+        i += n
+    return acceptance_length(early), acceptance_length(late)

@@ -89,6 +89,69 @@ def _passes_per_step(runs: list[dict], method: str) -> str:
     return " / ".join(f"{by_k[k]:.2f} (K={k})" for k in sorted(by_k))
 
 
+def _regime(h200: dict, temperature: float, length: int) -> dict | None:
+    return next((r for r in h200.get("regimes", []) if r["temperature"] == temperature
+                 and r["max_new_tokens"] == length), None)
+
+
+def _h200_sampled_rows(h200: dict) -> list[tuple[str, str, str, str]]:
+    """The sampled regime: phases before and after fusion, TPOT and end-to-end speed, TTFT, long outputs."""
+    out, src = [], "`engine_h200.json`"
+    greedy = {(r["method"], r["k"]): r for r in h200.get("phases", []) if r.get("mode", "greedy") == "greedy"}
+    cmp = {(r["sampler"], r["method"], r["k"]): r for r in h200.get("sampler_comparison", [])}
+    if cmp and greedy:
+        k = max(kk for _, m, kk in cmp if m == "peagle")
+
+        def ratios(method: str, phase: str, kk: int) -> str:
+            base = greedy[(method, kk if method != "none" else 0)][f"{phase}_ms"]
+            return (f"{cmp[('fused', method, kk)][f'{phase}_ms'] / base:.2f} "
+                    f"({cmp[('reference', method, kk)][f'{phase}_ms'] / base:.2f})")
+
+        out.append((f"H200 sampled (T=1) over greedy, graph device time, fused kernels (the PyTorch op chains before "
+                    f"fusion): plain step / verify of K+1 rows (K={k}) / one draft pass (EAGLE-3: its K passes)",
+                    f"{ratios('none', 'plain', 0)} / {ratios('peagle', 'verify', k)} / {ratios('peagle', 'draft', k)}",
+                    f"{ratios('none', 'plain', 0)} / {ratios('eagle3', 'verify', k)} / {ratios('eagle3', 'draft', k)}",
+                    src))
+    reg = _regime(h200, 1.0, 256)
+    if reg and "peagle.tpot_speedup_vs_none" in next(iter(reg["summary"].values()), {}):
+        s = reg["summary"]
+        sets = tuple(p for p in ("prose", "code", "ja") if p in s)
+        out.append(("H200, T=1, 256 tokens: speed over plain decoding at each method's best K, time per output token "
+                    "(end to end), " + " / ".join(sets) + " (3 sweeps: median [min-max])",
+                    " / ".join(f"{_spread(s[p]['peagle.tpot_speedup_vs_none'])} "
+                               f"({_spread(s[p]['peagle.speedup_vs_none_at_best_k'])})" for p in sets),
+                    " / ".join(f"{_spread(s[p]['eagle3.tpot_speedup_vs_none'])} "
+                               f"({_spread(s[p]['eagle3.speedup_vs_none_at_best_k'])})" for p in sets), src))
+        out.append(("H200, T=1, 256 tokens: P-EAGLE / EAGLE-3 on time per output token, each at its best K, "
+                    + " / ".join(sets), " / ".join(f"{_spread(s[p]['peagle_over_eagle3_tpot'])} "
+                                                   f"({s[p]['peagle_over_eagle3_tpot_verdict']})" for p in sets),
+                    "", src))
+    pre = [r for r in h200.get("prefill_comparison", []) if r["prefill"] == "graph" and r["method"] != "none"]
+    if pre:
+        by = {m: [r["ttft_over_plain"] for r in pre if r["method"] == m] for m in ("peagle", "eagle3")}
+        dr = {m: [r["drafter_prefill_over_target"] for r in pre if r["method"] == m] for m in ("peagle", "eagle3")}
+        out.append(("H200 time to first token over plain decoding's, prefill captured per length bucket (drafter "
+                    "prefill over the target's), range over the three sets",
+                    *(f"{min(by[m]):.2f}-{max(by[m]):.2f}x ({min(dr[m]):.2f}-{max(dr[m]):.2f})"
+                      for m in ("peagle", "eagle3")), src))
+    reg = _regime(h200, 1.0, 512)
+    if reg:
+        from peagle_nb.metrics import tau_by_output_position
+
+        def split(method: str) -> str:
+            cells = []
+            for ps in ("prose", "code", "ja"):
+                runs = [r for r in reg["runs"] if r["method"] == method and r["k"] == 7 and r["prompt_set"] == ps]
+                if runs:
+                    early, late = tau_by_output_position(runs[0]["accepted_per_step"], runs[0]["steps_per_prompt"], 256)
+                    cells.append(f"{early:.2f} -> {late:.2f}")
+            return " / ".join(cells)
+
+        out.append(("H200, T=1, 512-token outputs: τ at K=7 before and after output token 256 (the heads were trained "
+                     "on 256-position sequences), prose / code / ja", split("peagle"), split("eagle3"), src))
+    return out
+
+
 def rows() -> list[tuple[str, str, str, str]]:
     """(measurement, P-EAGLE, EAGLE-3, source) rows, from whichever results files exist."""
     out = []
@@ -136,6 +199,7 @@ def rows() -> list[tuple[str, str, str, str]]:
         out.append((f"H200 share of a P-EAGLE step (K={k}) spent building the drafter's batch: fused kernel vs "
                     "eager PyTorch ops", f"{100 * bc[(k, 'fused')]['build_share']:.1f}% vs "
                     f"{100 * bc[(k, 'eager')]['build_share']:.1f}%", "", "`engine_h200.json`"))
+        out += _h200_sampled_rows(h200)
     if cpu:
         s = cpu["summary"]
         out.append(("2-core CPU speedup over plain decoding at each method's best K, prose / code / Japanese",

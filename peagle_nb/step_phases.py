@@ -227,3 +227,24 @@ def breakeven_k(rows: Sequence[Mapping]) -> int | None:
     """The smallest measured K at which EAGLE-3's drafting phase costs more than P-EAGLE's (None: never)."""
     e3, pe = draft_ms_per_k(rows, "eagle3"), draft_ms_per_k(rows, "peagle")
     return next((k for k in sorted(set(e3) & set(pe)) if e3[k] > pe[k]), None)
+
+
+def sampled_phase_rows(phases: Sequence[Mapping], sampler_rows: Sequence[Mapping], k: int) -> list[dict]:
+    """The three phases that sampling touches, from a results file's ``phases`` (greedy) and ``sampler_comparison``
+    rows: a plain step, P-EAGLE's verification of K+1 rows, P-EAGLE's draft pass and EAGLE-3's K draft passes, each
+    greedy, sampled with the fused kernels and sampled with their PyTorch op chains (notebooks 01 and 04). Each row
+    carries its ratio to the greedy phase."""
+    greedy = {(r["method"], r["k"]): r for r in phases if r.get("mode", "greedy") == "greedy"}
+    sampled = {(r["sampler"], r["method"], r["k"]): r for r in sampler_rows}
+    picks = [("plain step", "none", 0, "plain"), (f"verify K+1 (K={k})", "peagle", k, "verify"),
+             (f"P-EAGLE draft (K={k})", "peagle", k, "draft"), (f"EAGLE-3 draft (K={k})", "eagle3", k, "draft")]
+    out = []
+    for label, method, kk, phase in picks:
+        g = greedy.get((method, kk))
+        if g is None or ("fused", method, kk) not in sampled:
+            continue
+        base = float(g[f"{phase}_ms"])
+        for mode, ms in (("greedy", base), ("sampled, fused kernels", sampled[("fused", method, kk)][f"{phase}_ms"]),
+                         ("sampled, PyTorch op chain", sampled[("reference", method, kk)][f"{phase}_ms"])):
+            out.append({"phase": label, "mode": mode, "ms": float(ms), "over_greedy": float(ms) / base})
+    return out

@@ -293,7 +293,8 @@ def cases_sampled_verify() -> dict:
     q = torch.softmax(torch.randn(k, v, generator=g) * 2.0, -1)
     drafts = torch.multinomial(q, n, replacement=True, generator=g).T.contiguous()
     args = (p.log().expand(n, k + 1, v).contiguous(), drafts, q.expand(n, k, v).contiguous(),
-            torch.arange(v, dtype=torch.int32), torch.ones(n), torch.rand(n, k, generator=g), torch.rand(n, v, generator=g))
+            torch.arange(v, dtype=torch.int32), torch.ones(n), torch.rand(n, k, generator=g),
+            torch.rand(n, v, generator=g))
     acc, tok, _ = sampled_verify(*args, use_triton=True)
     ref = reference_sampled_verify(*args)
     first = torch.where(acc > 0, drafts[:, 0], tok)

@@ -121,3 +121,20 @@ def test_figures_carry_the_numbers_they_are_given():
     assert len(f.data) == 3 and list(f.data[2].y) == [r["ratio"]["median"] for r in rows]
     f = step_plots.split_acceptance_figure({"peagle": {"fresh": [0.6, 0.3], "repeated": [0.9, None]}})
     assert [t.name for t in f.data] == ["peagle fresh", "peagle repeated"] and f.data[1].y[1] is None
+
+
+def test_sampled_phase_rows_and_figure_from_the_recorded_file():
+    from peagle_nb import paths
+    from peagle_nb.results import read_results
+    from peagle_nb.step_phases import sampled_phase_rows
+    from peagle_nb.viz.step_plots import sampled_phases_figure
+
+    doc = read_results(paths.results_dir() / "engine_h200.json")
+    rows = sampled_phase_rows(doc["phases"], doc["sampler_comparison"], 7)
+    assert {r["phase"] for r in rows} == {"plain step", "verify K+1 (K=7)", "P-EAGLE draft (K=7)",
+                                          "EAGLE-3 draft (K=7)"}
+    assert all(r["over_greedy"] == 1.0 for r in rows if r["mode"] == "greedy")
+    fused = {r["phase"]: r["over_greedy"] for r in rows if r["mode"] == "sampled, fused kernels"}
+    chain = {r["phase"]: r["over_greedy"] for r in rows if r["mode"] == "sampled, PyTorch op chain"}
+    assert all(fused[p] < chain[p] for p in fused)  # fusion makes every sampled phase cheaper (recorded on an H200)
+    assert len(sampled_phases_figure(rows).data) == 3

@@ -148,3 +148,17 @@ def loss_curve_figure(history: Sequence[Mapping], keys: Sequence[str] = ("loss",
         rs = [h for h in history if key in h]
         fig.add_scatter(x=[h["step"] for h in rs], y=[h[key] for h in rs], mode="lines+markers", name=key)
     return _layout(fig, title, "training step", ", ".join(keys))
+
+
+def sampled_phases_figure(rows: Sequence[Mapping], title: str = "A sampled step's phases before and after fusion"
+                          ) -> go.Figure:
+    """Grouped bars: each phase's device time greedy, sampled with the fused kernels and sampled with their PyTorch op
+    chains. ``rows``: ``peagle_nb.step_phases.sampled_phase_rows`` (notebooks 01 and 04)."""
+    fig = go.Figure()
+    colors = {"greedy": "#7f7f7f", "sampled, fused kernels": "#2ca02c", "sampled, PyTorch op chain": "#d62728"}
+    for mode, color in colors.items():
+        rs = [r for r in rows if r["mode"] == mode]
+        fig.add_bar(name=mode, x=[r["phase"] for r in rs], y=[r["ms"] for r in rs], marker_color=color,
+                    text=[f"{r['ms']:.3f}" for r in rs], textposition="outside")
+    fig.update_layout(barmode="group")
+    return _layout(fig, title, "phase", "device time per call (ms)", height=380)

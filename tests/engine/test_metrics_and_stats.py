@@ -118,3 +118,13 @@ def test_summary_drops_a_sweep_the_budget_cut_short():
     s = summarize_sweep(runs)["x"]
     assert s["sweeps"] == 1 and s["incomplete_sweeps_dropped"] == 1
     assert s["peagle.best_k"] == 2 and s["eagle3.speedup_vs_none_at_best_k"]["median"] == pytest.approx(1.5)
+
+
+def test_tau_by_output_position_splits_each_prompt_at_the_edge():
+    from peagle_nb.metrics import tau_by_output_position
+
+    # prompt 1: steps keep 3, 3, 0, 0 -> they start at outputs 1, 5, 9, 10; prompt 2: 1, 1 -> start at 1, 3
+    early, late = tau_by_output_position([3, 3, 0, 0, 1, 1], [4, 2], edge=9)
+    assert early == pytest.approx(1 + (3 + 3 + 1 + 1) / 4) and late == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="steps_per_prompt sums to"):
+        tau_by_output_position([1, 2], [3], 4)

@@ -14,7 +14,7 @@ import pytest
 from peagle_nb.notebook.authoring import code, md, params, write_notebook
 from peagle_nb.notebook.record import RECORD_MIME
 from peagle_nb.notebook.report import PLOTLY_MIME, PNG_MIME, plotly_outputs, write_report
-from peagle_nb.notebook.report_math import MathTally, latex_to_mathml
+from peagle_nb.notebook.report_math import MISSING_CONVERTER, MathTally, converter_missing, latex_to_mathml
 from peagle_nb.notebook.report_records import fold_records, records_html
 from peagle_nb.notebook.runner import execute_notebook
 
@@ -100,6 +100,7 @@ def _body_of(report: Path) -> str:
 
 
 def test_formulas_are_mathml_and_code_spans_stay_code(executed):
+    assert not converter_missing(), MISSING_CONVERTER  # a dependency of the notebooks extra, never skipped
     _, report, _ = executed
     page = _body_of(report)
     maths = re.findall(r'<math [^>]*display="(inline|block)"', page)

@@ -36,9 +36,10 @@ nav ol { columns: 2; } section.notebook { border-top: 3px solid #d62728; margin-
 .input_area pre { overflow-x: auto; }
 .output_area pre { background: #fff; border-left: 3px solid #ddd; white-space: pre-wrap; overflow-wrap: anywhere; }
 .output_area pre .ln { display: block; }
-.output_subarea { max-width: 100%; overflow-wrap: anywhere; } .output_subarea img { max-width: 100%; }
+.output_subarea { max-width: 100%; overflow-wrap: anywhere; overflow-x: auto; } .output_subarea img { max-width: 100%; }
 .prompt { display: none; } table.dataframe { border-collapse: collapse; font-size: 12px; max-width: 100%; }
 table.dataframe td, table.dataframe th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+table.dataframe td { overflow-wrap: normal; }
 .peagle-plot { min-height: 200px; } .peagle-plot img { max-width: 100%; }
 .report-note { color: #555; font-size: 14px; }
 math { font-size: 1.1em; } math[display="block"] { margin: .6em 0; }

@@ -214,7 +214,7 @@ def write_report(executed: Sequence[str | Path], out: str | Path, title: str = "
     math_note = tally.summary(converter_missing())
     if tally.unrendered:
         echo(f"report: {math_note}")
-    notes = "; ".join(n for n in (note, math_note, f"{n_records} recorded value(s) folded under each notebook")
+    notes = "; ".join(n for n in (note, math_note, f"{n_records} recorded value(s) folded into one table per notebook")
                       if n)
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{CSS}</style><script>{plotly_js()}</script></head><body>"

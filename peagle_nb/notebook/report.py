@@ -6,8 +6,10 @@ notebook into one page: markdown, code and outputs through nbconvert's ``basic``
 as a ``<div>`` drawn by plotly.js, which is inlined ONCE from the installed plotly package (no CDN, no
 network). Where kaleido and a Chromium are available (``make install`` provides both), each figure also
 gets a static PNG: shown inside its ``<div>`` until plotly.js draws over it, and added to the executed
-``.ipynb`` beside the figure JSON so a code host shows it too. ``peagle-nb run-notebooks`` calls this
-after the series ran. Explained in notebook 00.
+``.ipynb`` beside the figure JSON so a code host shows it too. Formulas are pre-rendered to MathML
+(:mod:`~peagle_nb.notebook.report_math`), the ``[record]`` outputs are folded into one closed table per notebook
+(:mod:`~peagle_nb.notebook.report_records`) and printouts wrap at the page's width. ``peagle-nb run-notebooks``
+calls this after the series ran. Explained in notebook 00.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import base64
 import copy
 import html
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
+
+from peagle_nb.notebook.report_records import fold_records, records_html
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PNG_MIME = "image/png"
@@ -27,12 +32,22 @@ DEFAULT_SIZE = (900, 450)
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 0 auto; padding: 1em 2em; color: #222; }
 nav ol { columns: 2; } section.notebook { border-top: 3px solid #d62728; margin-top: 3em; }
-.input_area pre, .output_area pre { background: #f6f8fa; padding: .5em; overflow-x: auto; font-size: 12px; }
-.output_area pre { background: #fff; border-left: 3px solid #ddd; }
-.prompt { display: none; } table.dataframe { border-collapse: collapse; font-size: 12px; }
+.input_area pre, .output_area pre { background: #f6f8fa; padding: .5em; font-size: 12px; }
+.input_area pre { overflow-x: auto; }
+.output_area pre { background: #fff; border-left: 3px solid #ddd; white-space: pre-wrap; overflow-wrap: anywhere; }
+.output_area pre .ln { display: block; }
+.output_subarea { max-width: 100%; overflow-wrap: anywhere; overflow-x: auto; } .output_subarea img { max-width: 100%; }
+.prompt { display: none; } table.dataframe { border-collapse: collapse; font-size: 12px; max-width: 100%; }
 table.dataframe td, table.dataframe th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+table.dataframe td { overflow-wrap: normal; }
 .peagle-plot { min-height: 200px; } .peagle-plot img { max-width: 100%; }
 .report-note { color: #555; font-size: 14px; }
+math { font-size: 1.1em; } math[display="block"] { margin: .6em 0; }
+code.math-source { color: #a00; }
+details.records { margin: 1.5em 0; font-size: 13px; } details.records summary { cursor: pointer; color: #555; }
+details.records table { border-collapse: collapse; font: 12px ui-monospace, monospace; margin-top: .5em; }
+details.records td, details.records th { border: 1px solid #ddd; padding: 1px 6px; text-align: left;
+  overflow-wrap: anywhere; }
 """
 
 DRAW_JS = """
@@ -129,13 +144,36 @@ def _with_plot_divs(nb: dict, prefix: str) -> dict:
     return nb
 
 
-def _body(nb: dict) -> str:
-    import nbformat
-    from nbconvert import HTMLExporter
+_TEXT_OUTPUT = re.compile(r'(<div class="output_subarea [^"]*output_text[^"]*">\s*<pre>)(.*?)(</pre>)', re.S)
+HANG_CH = 4  # a wrapped line goes on this many characters right of where its own text starts
 
-    exporter = HTMLExporter(template_name="basic")
+
+def _hang_line(line: str) -> str:
+    lead = HANG_CH + len(line) - len(line.lstrip(" "))
+    return f'<span class="ln" style="padding-left: {lead}ch; text-indent: -{lead}ch">{line or " "}</span>'
+
+
+def _hanging_indents(body: str) -> str:
+    """Each line of a plain printout in its own block, so that a line too long for the page wraps with a hanging
+    indent instead of running off it (or wrapping back to the left edge, where it reads as a new line).
+    Printouts with markup (ANSI colours, spans across lines) keep plain wrapping."""
+    def one(m: re.Match) -> str:
+        text = m.group(2)
+        if "<" in text:
+            return m.group(0)
+        return m.group(1) + "".join(_hang_line(ln) for ln in text.rstrip("\n").split("\n")) + m.group(3)
+
+    return _TEXT_OUTPUT.sub(one, body)
+
+
+def _body(nb: dict, tally) -> str:
+    import nbformat
+
+    from peagle_nb.notebook.report_math import MathMLExporter
+
+    exporter = MathMLExporter(tally, template_name="basic")
     body, _ = exporter.from_notebook_node(nbformat.reads(json.dumps(nb), as_version=4))  # joins line lists
-    return body
+    return _hanging_indents(body)
 
 
 def plotly_js() -> str:
@@ -160,18 +198,28 @@ def write_report(executed: Sequence[str | Path], out: str | Path, title: str = "
                     p.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         note = f"{made} static image(s) added to the figures" if not why else f"no static images: {why}"
         echo(f"report: {note}")
+    from peagle_nb.notebook.report_math import MathTally, converter_missing  # nbconvert: the notebooks extra
+
+    tally = MathTally()
     sections, toc = [], []
-    n_figures = 0
+    n_figures = n_records = 0
     for i, (p, nb) in enumerate(zip(paths_, notebooks)):
         anchor = f"nb{i}"
         n_figures += sum(1 for _ in plotly_outputs(nb))
+        nb, records = fold_records(nb)
+        n_records += len(records)
         toc.append(f'<li><a href="#{anchor}">{html.escape(p.name)}</a></li>')
         sections.append(f'<section class="notebook" id="{anchor}"><p class="report-note">{html.escape(p.name)}</p>'
-                        f"{_body(_with_plot_divs(nb, anchor))}</section>")
+                        f"{_body(_with_plot_divs(nb, anchor), tally)}{records_html(records)}</section>")
+    math_note = tally.summary(converter_missing())
+    if tally.unrendered:
+        echo(f"report: {math_note}")
+    notes = "; ".join(n for n in (note, math_note, f"{n_records} recorded value(s) folded into one table per notebook")
+                      if n)
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{CSS}</style><script>{plotly_js()}</script></head><body>"
             f"<h1>{html.escape(title)}</h1><p class=\"report-note\">{len(paths_)} notebook(s), {n_figures} figure(s)"
-            f"{'; ' + html.escape(note) if note else ''}. Self-contained: plotly.js is included once, nothing is "
+            f"; {html.escape(notes)}. Self-contained: plotly.js is included once, formulas are MathML, nothing is "
             f"loaded from the network.</p><nav><ol>{''.join(toc)}</ol></nav>{''.join(sections)}"
             f"<script>{DRAW_JS}</script></body></html>\n")
     out = Path(out)

@@ -236,15 +236,62 @@ def sampled_phase_rows(phases: Sequence[Mapping], sampler_rows: Sequence[Mapping
     carries its ratio to the greedy phase."""
     greedy = {(r["method"], r["k"]): r for r in phases if r.get("mode", "greedy") == "greedy"}
     sampled = {(r["sampler"], r["method"], r["k"]): r for r in sampler_rows}
-    picks = [("plain step", "none", 0, "plain"), (f"verify K+1 (K={k})", "peagle", k, "verify"),
-             (f"P-EAGLE draft (K={k})", "peagle", k, "draft"), (f"EAGLE-3 draft (K={k})", "eagle3", k, "draft")]
+    picks = [("plain step", "plain", "none", 0, "plain"),
+             (f"verify K+1 (K={k})", f"verify_k{k}", "peagle", k, "verify"),
+             (f"P-EAGLE draft (K={k})", f"peagle_draft_k{k}", "peagle", k, "draft"),
+             (f"EAGLE-3 draft (K={k})", f"eagle3_draft_k{k}", "eagle3", k, "draft")]
     out = []
-    for label, method, kk, phase in picks:
+    for label, key, method, kk, phase in picks:
         g = greedy.get((method, kk))
         if g is None or ("fused", method, kk) not in sampled:
             continue
         base = float(g[f"{phase}_ms"])
         for mode, ms in (("greedy", base), ("sampled, fused kernels", sampled[("fused", method, kk)][f"{phase}_ms"]),
                          ("sampled, PyTorch op chain", sampled[("reference", method, kk)][f"{phase}_ms"])):
-            out.append({"phase": label, "mode": mode, "ms": float(ms), "over_greedy": float(ms) / base})
+            out.append({"phase": label, "key": key, "mode": mode, "ms": float(ms), "over_greedy": float(ms) / base})
+    return out
+
+
+def regime_rows(doc: Mapping) -> list[dict]:
+    """One row per (temperature, output length, prompt set) of an engine record's ``regimes``: each method's speed
+    over plain decoding at its best K on time per output token (decode only) and end to end, the P-EAGLE / EAGLE-3
+    ratios with their spread over sweeps and verdicts, tau at K=7 and TTFT (notebooks 01 and 03)."""
+    rows = []
+    for reg in doc.get("regimes", []):
+        for ps, s in sorted(reg["summary"].items()):
+            if "peagle_over_eagle3_tpot" not in s:
+                continue
+            rows.append({
+                "temperature": reg["temperature"], "tokens": reg["max_new_tokens"], "prompt_set": ps,
+                "prefill": reg["runs"][0].get("prefill", "eager") if reg["runs"] else None,
+                "eagle3_tpot_speedup": s["eagle3.tpot_speedup_vs_none"]["median"],
+                "peagle_tpot_speedup": s["peagle.tpot_speedup_vs_none"]["median"],
+                "eagle3_e2e_speedup": s["eagle3.speedup_vs_none_at_best_k"]["median"],
+                "peagle_e2e_speedup": s["peagle.speedup_vs_none_at_best_k"]["median"],
+                "p_over_e_tpot": s["peagle_over_eagle3_tpot"]["median"],
+                "p_over_e_tpot_min": s["peagle_over_eagle3_tpot"]["min"],
+                "p_over_e_tpot_max": s["peagle_over_eagle3_tpot"]["max"],
+                "tpot_verdict": s["peagle_over_eagle3_tpot_verdict"],
+                "p_over_e_e2e": s["peagle_over_eagle3_at_best_k"]["median"],
+                "e2e_verdict": s["peagle_over_eagle3_verdict"],
+                "eagle3_tau_k7": s.get("eagle3.k7.tau"), "peagle_tau_k7": s.get("peagle.k7.tau"),
+                "none_ttft_ms": s.get("none.ttft_ms"), "eagle3_ttft_ms": s.get("eagle3.ttft_ms"),
+                "peagle_ttft_ms": s.get("peagle.ttft_ms")})
+    return rows
+
+
+def tau_before_after(doc: Mapping, temperature: float, tokens: int, edge: int, k: int = 7) -> list[dict]:
+    """tau at K before and after output token ``edge`` in the ``tokens``-long regime (first sweep), per method and
+    prompt set: a head trained on sequences of ``edge`` positions drafts worse past them (notebook 03)."""
+    from peagle_nb.metrics import tau_by_output_position
+
+    reg = next((r for r in doc.get("regimes", []) if r["temperature"] == temperature and r["max_new_tokens"] == tokens),
+               None)
+    if reg is None:
+        raise ValueError(f"no regime at temperature {temperature} and {tokens} tokens in this record")
+    out = []
+    for r in reg["runs"]:
+        if r["method"] != "none" and r["k"] == k and r.get("sweep", 0) == 0:
+            early, late = tau_by_output_position(r["accepted_per_step"], r["steps_per_prompt"], edge)
+            out.append({"method": r["method"], "prompt_set": r["prompt_set"], "tau_before": early, "tau_after": late})
     return out

@@ -138,3 +138,25 @@ def test_sampled_phase_rows_and_figure_from_the_recorded_file():
     chain = {r["phase"]: r["over_greedy"] for r in rows if r["mode"] == "sampled, PyTorch op chain"}
     assert all(fused[p] < chain[p] for p in fused)  # fusion makes every sampled phase cheaper (recorded on an H200)
     assert len(sampled_phases_figure(rows).data) == 3
+
+
+def test_regime_rows_and_tau_split_from_the_recorded_file():
+    import pytest as _pytest
+
+    from peagle_nb import paths
+    from peagle_nb.results import read_results
+    from peagle_nb.step_phases import regime_rows, tau_before_after
+    from peagle_nb.viz.step_plots import regime_figure
+
+    doc = read_results(paths.results_dir() / "engine_h200.json")
+    rows = regime_rows(doc)
+    assert {(r["temperature"], r["tokens"]) for r in rows} == {(t, n) for t in (0.0, 1.0) for n in (64, 256, 512)}
+    for r in rows:  # the verdict follows the spread over sweeps
+        expect = ("peagle faster" if r["p_over_e_tpot_min"] > 1 else "eagle3 faster" if r["p_over_e_tpot_max"] < 1
+                  else "tie")
+        assert r["tpot_verdict"] == expect
+    split = tau_before_after(doc, 1.0, 512, 256)
+    assert len(split) == 6 and all(s["tau_after"] < s["tau_before"] for s in split)  # past the trained length
+    assert len(regime_figure(rows).data) == 6
+    with _pytest.raises(ValueError, match="no regime at temperature"):
+        tau_before_after(doc, 0.5, 512, 256)

@@ -162,3 +162,23 @@ def sampled_phases_figure(rows: Sequence[Mapping], title: str = "A sampled step'
                     text=[f"{r['ms']:.3f}" for r in rs], textposition="outside")
     fig.update_layout(barmode="group")
     return _layout(fig, title, "phase", "device time per call (ms)", height=380)
+
+
+def regime_figure(rows: Sequence[Mapping], title: str = "P-EAGLE / EAGLE-3 time per output token, by regime"
+                  ) -> go.Figure:
+    """P-EAGLE's speed over EAGLE-3's on time per output token (each at its best K; bars: min-max over sweeps) per
+    prompt set, against output length, one line per temperature. Above 1: P-EAGLE faster. ``rows``:
+    ``peagle_nb.step_phases.regime_rows``."""
+    fig = go.Figure()
+    dashes = {0.0: "solid", 1.0: "dash"}
+    colors = {"prose": "#1f77b4", "code": "#ff7f0e", "ja": "#2ca02c"}
+    for (ps, t) in sorted({(r["prompt_set"], r["temperature"]) for r in rows}):
+        rs = sorted((r for r in rows if r["prompt_set"] == ps and r["temperature"] == t), key=lambda r: r["tokens"])
+        fig.add_scatter(x=[r["tokens"] for r in rs], y=[r["p_over_e_tpot"] for r in rs], name=f"{ps}, T={t:g}",
+                        mode="lines+markers", line=dict(color=colors.get(ps), dash=dashes.get(t, "dot")),
+                        error_y=dict(type="data", symmetric=False,
+                                     array=[r["p_over_e_tpot_max"] - r["p_over_e_tpot"] for r in rs],
+                                     arrayminus=[r["p_over_e_tpot"] - r["p_over_e_tpot_min"] for r in rs]))
+    fig.add_hline(y=1.0, line=dict(color="#444", width=1))
+    fig.update_xaxes(type="log", tickvals=sorted({r["tokens"] for r in rows}))
+    return _layout(fig, title, "output tokens per request", "P-EAGLE / EAGLE-3 (TPOT)", height=380)

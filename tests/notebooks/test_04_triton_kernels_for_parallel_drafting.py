@@ -71,3 +71,18 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
             assert key in rec, key
     else:
         assert "NVIDIA GPU" in result.skipped["live_kernel_bench"]
+    # Section 4b/4c: sampled verification
+    # the worked step: draft 1 (likely under p) kept, draft 2 (unlikely) rejected; kernel == reference
+    assert rec["kernels.sampled_example.accepted"] == 1 and rec["kernels.sampled_example.same_as_reference"]
+    assert rec["kernels.sampled_verify.differing_outputs"] == 0
+    assert rec["kernels.draft_sample.differing_outputs"] == 0
+    # lossless through the kernel: the output is as close to p as direct draws are (400 samples in smoke mode)
+    assert rec["kernels.sampled_verify.tv_output_vs_p"] < max(3 * rec["kernels.sampled_verify.tv_direct_draws_vs_p"],
+                                                              0.12)
+    # recorded on the H200: fusion makes every sampled phase cheaper, and a fused sampled phase costs little more
+    # than the greedy one
+    for key in ("plain", "verify_k7", "peagle_draft_k7", "eagle3_draft_k7"):
+        fused, chain = rec[f"sampled_phases.h200.fused.{key}.over_greedy"], rec[
+            f"sampled_phases.h200.chain.{key}.over_greedy"]
+        assert fused < chain and fused < 1.2
+    assert rec["gpu.sampled_verify.b1_k7.device_us"] < rec["gpu.sampled_verify.b1_k7.eager_device_us"]

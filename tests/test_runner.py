@@ -112,7 +112,8 @@ def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
     report = out / "report.html"  # the executed series as one offline page (tests/test_report.py opens one)
     assert summary["report"] == str(report) and "report: " in text
     page = report.read_text(encoding="utf-8")
-    assert "00_setup_and_environment_check.ipynb" in page and "[record] env.verify_cost.reps = 10" in page
+    assert "00_setup_and_environment_check.ipynb" in page
+    assert "env.verify_cost.reps" in page and "[record] env.verify_cost.reps" not in page  # folded into its table
 
 
 def _caps(**changes):

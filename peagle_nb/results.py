@@ -32,6 +32,7 @@ import importlib.metadata as _md
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -138,12 +139,21 @@ def validate(doc: dict[str, Any], where: str = "results") -> dict[str, Any]:
     return doc
 
 
+_NUMBER_LIST = re.compile(r"\[\n\s*(?:-?[0-9][0-9.eE+-]*|null)(?:,\n\s*(?:-?[0-9][0-9.eE+-]*|null))*\n\s*\]")
+
+
+def _inline_number_lists(text: str) -> str:
+    """Lists of numbers on one line each (raw per-step lists would otherwise take a line per value, and the
+    repository travels to GPU machines under a size limit); everything else stays one item per line."""
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(v.strip() for v in m.group(0)[1:-1].split(",")) + "]", text)
+
+
 def write_results(path: str | Path, doc: dict[str, Any]) -> Path:
     validate(doc, str(path))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        text = json.dumps(doc, indent=1, allow_nan=False)  # JSON has no NaN: browsers and jq reject it
+        text = _inline_number_lists(json.dumps(doc, indent=1, allow_nan=False))  # JSON has no NaN: jq rejects it
     except ValueError as exc:
         raise ResultsFormatError(f"{path}: a value is NaN or infinite ({exc}); write None for a quantity with no "
                                  "data") from None

@@ -41,3 +41,14 @@ def per_layer_cost(phases: Sequence[Mapping], head_layers: Mapping[str, int], ta
         out.update(target_layers=target_layers, target_predicted_ms=predicted, target_measured_ms=measured,
                    target_error=predicted / measured - 1)
     return out
+
+
+def gpu_per_layer_ms(docs: Sequence[Mapping]) -> float | None:
+    """The cost per layer of the first engine results file measured on a GPU with step phases among ``docs``
+    (``None`` when there is none: the caller then fits ``f``)."""
+    for doc in docs:
+        heads = doc.get("model", {}).get("heads", {})
+        if doc.get("source") == "engine" and doc.get("machine", {}).get("cuda") and doc.get("phases") and \
+                all(m in heads for m in ("eagle3", "peagle")):
+            return per_layer_cost(doc["phases"], {m: h["layers"] for m, h in heads.items()})["per_layer_ms"]
+    return None

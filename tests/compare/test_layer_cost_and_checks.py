@@ -4,7 +4,7 @@ import pytest
 
 from peagle_nb import paths
 from peagle_nb.compare import published as pub
-from peagle_nb.compare.layer_cost import per_layer_cost
+from peagle_nb.compare.layer_cost import gpu_per_layer_ms, per_layer_cost
 from peagle_nb.compare.measured_check import advice_vs_measured, explain
 from peagle_nb.compare.regime import published_split, rule_lines, when_peagle_wins
 from peagle_nb.results import read_results
@@ -30,6 +30,14 @@ def test_per_layer_cost_recovers_a_known_line_and_checks_the_target():
         per_layer_cost([r for r in _phases(0.03, 0.025) if r["k"] != 1], {"eagle3": 1, "peagle": 4})
     with pytest.raises(ValueError, match="same depth"):
         per_layer_cost(_phases(0.03, 0.025), {"eagle3": 4, "peagle": 4})
+
+
+def test_gpu_per_layer_ms_reads_only_a_gpu_engine_sweep():
+    heads = {"eagle3": {"layers": 1}, "peagle": {"layers": 4}}
+    gpu = {"source": "engine", "machine": {"cuda": "13.0"}, "model": {"heads": heads}, "phases": _phases(0.03, 0.02)}
+    cpu = {**gpu, "machine": {"device": "cpu"}, "phases": _phases(0.5, 0.4)}
+    assert gpu_per_layer_ms([cpu, gpu]) == pytest.approx(0.02)
+    assert gpu_per_layer_ms([cpu]) is None
 
 
 @pytest.fixture(scope="module")

@@ -69,9 +69,9 @@ def _published_checks(rec):
     split = rec["wins.published_split"]  # 1.69 = acceptance x one-pass saving
     assert split["ratio"] == 1.69 and split["acceptance"] == pytest.approx(3.38 / 2.24, abs=1e-3)
     assert split["acceptance"] * split["one_pass_saving"] == pytest.approx(1.69, abs=2e-3)
-    for w in WORKLOADS:  # fitted: a P-EAGLE pass (fixed cost + its weights) vs one EAGLE-3 pass
+    for w in WORKLOADS:  # a P-EAGLE pass (fixed cost, 4 measured layers, its weights) vs one EAGLE-3 pass
         key = f"why.GPT-OSS-20B.B200.{w}_published"
-        assert rec[f"{key}.peagle_pass_in_eagle3_passes"] == pytest.approx(1.37, abs=0.02)
+        assert rec[f"{key}.peagle_pass_in_eagle3_passes"] == pytest.approx(1.47, abs=0.02)
         assert rec[f"{key}.peagle_acceptance_gain_k7"] > 0.12
 
 

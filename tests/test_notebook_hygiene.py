@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from peagle_nb.notebook.authoring import code, md, params, write_notebook
-from peagle_nb.notebook.hygiene import check_notebook, check_series, literal_parameters
+from peagle_nb.notebook.hygiene import (ALLOWED_FIGURES, check_notebook, check_series, literal_parameters,
+                                       published_figures, typed_figures)
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -89,10 +90,11 @@ def test_clean_notebook_passes(tmp_path):
         (lambda nb: nb["cells"].insert(0, nb["cells"].pop(2)), "what full mode costs"),
         (lambda nb: nb["cells"][2].update(source="print(K if SMOKE else 0)\nfrom peagle_nb.notebook import record"),
          "reads SMOKE before importing peagle_nb.notebook"),
+        (lambda nb: nb["cells"].append(md("P-EAGLE reached tau 2.37 here.")), "decimal figure 2.37 typed"),
     ],
     ids=["outputs", "exec_count", "kernel", "nb_metadata", "cell_metadata", "no_params", "two_params",
          "computed_param", "import_in_params", "no_smoke", "smoke_committed_false", "first_screen_silent",
-         "first_cell_code", "smoke_read_too_early"],
+         "first_cell_code", "smoke_read_too_early", "typed_figure"],
 )
 def test_planted_violation_is_caught(tmp_path, plant, expected):
     path = _edit(_clean(tmp_path), plant)
@@ -119,3 +121,25 @@ def test_series_gaps_and_readme_mismatch_are_caught(tmp_path):
     assert any("not contiguous" in p for p in problems), problems
     assert any("README notebook table" in p for p in problems), problems
     assert any("SERIES lists" in p for p in problems), problems
+
+
+def test_typed_figures_spare_published_figures_versions_and_stated_constants():
+    published = published_figures()
+    assert {"1.69", "3.94", "2.87"} <= published  # the blog's ratio and acceptance lengths
+    nb = {"cells": [md("The blog's 1.69x; tau 3.94 at K=7; arXiv 2602.01469; vLLM >= 0.16 and CUDA 12.9."),
+                    md("COD keeps r = 0.7 of positions, at least 0.2; measured 4.13-4.19 here and 0.5 there."),
+                    code("x = 1.23")]}
+    found = typed_figures(nb, "03_peagle_mask_token_drafter.ipynb")
+    assert [(cell, fig) for cell, fig, _ in found] == [(1, "4.13"), (1, "4.19"), (1, "0.5")]
+    assert typed_figures(nb, "00_other.ipynb", published)[0][1] == "0.7"  # constants are allowed per notebook
+    assert typed_figures(nb, "03_peagle_mask_token_drafter.ipynb", frozenset())[0][1] == "1.69"
+
+
+def test_allowed_figures_are_few_and_each_has_its_reason():
+    entries = [(nb, fig, why) for nb, figs in ALLOWED_FIGURES.items() for fig, why in figs.items()]
+    assert len(entries) <= 8, "the allow-list is for stated constants only: print measured figures from data"
+    for nb, fig, why in entries:
+        assert (REPO / "notebooks" / nb).is_file(), nb
+        assert len(why) > 15, (nb, fig)
+        source = json.loads((REPO / "notebooks" / nb).read_text())["cells"]
+        assert any(fig in c["source"] for c in source if c["cell_type"] == "markdown"), f"{nb}: {fig} no longer used"

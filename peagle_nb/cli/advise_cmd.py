@@ -21,14 +21,17 @@ def add_arguments(p) -> None:
 
 def advise_rows(docs: list[dict], published_only: bool = False, concurrency: list[int] | None = None) -> list[dict]:
     """One row per scenario and concurrency (the advisor's columns plus ``scenario``)."""
+    from peagle_nb.compare.layer_cost import gpu_per_layer_ms
     from peagle_nb.compare.scenario import measured_scenarios, published_scenarios
 
     scenarios = {}
+    per_layer_ms = gpu_per_layer_ms(docs)  # measured on a GPU when the results hold such a sweep, else fitted
     if not published_only:
         scenarios.update(measured_scenarios(docs, concurrency or (1, 2, 4, 8)))
     for doc in docs:
         if doc["source"] == "published":
-            scenarios.update({s.name: s for s in published_scenarios(doc, concurrency or (1, 4, 16, 64)).values()})
+            scenarios.update({s.name: s for s in published_scenarios(doc, concurrency or (1, 4, 16, 64),
+                                                                       per_layer_ms=per_layer_ms).values()})
     if not scenarios:
         raise ValueError("nothing to advise on: no measured engine sweep with draft/verify timings and no "
                          "published.json among the results given (see data/results/README.md)")

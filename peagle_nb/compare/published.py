@@ -22,9 +22,12 @@ The model (:class:`~peagle_nb.compare.step_model.StepCost`, explained in noteboo
   ``v1`` times the drafter's share of FLOPs (EAGLE-3 head ~0.5 GFLOP, P-EAGLE head ~1.1 GFLOP, target ~7.2
   GFLOP per token), two rows per request and draft position (vLLM re-feeds the verified tokens);
 - fitted continuously inside bounds (:mod:`~peagle_nb.compare.fitting`) to the log of the ratios at
-  :data:`FIT_CONCURRENCIES`: ``c``, ``f``, ``a`` and ``v1``. Sharing ``c`` and ``f`` between the three
+  :data:`FIT_CONCURRENCIES`: ``c``, ``a`` and ``v1``, and ``f`` too unless it is measured
+  (``per_layer_ms``: :func:`peagle_nb.compare.layer_cost.per_layer_cost` of the suite's H200 phases, the
+  kernel-bound cost a layer adds to a graph-replayed pass). Sharing ``c`` and ``f`` between the three
   kinds of pass is what makes them identifiable: with a free fixed cost per kind of pass, the ratios
-  only determine the step times at each method's usual best K, not how they split.
+  only determine the step times at each method's usual best K, not how they split. Fitted alone, ``f``
+  ends on its lower bound (the ratios cannot tell a layer's cost from a pass's).
 
 The other ratios are the held-out check (:func:`ratio_table`); the best K is not fitted at all: it is
 compared with the blog's, point by point (:func:`best_k_check`).
@@ -135,27 +138,56 @@ class PublishedFit:
     curves: dict[str, dict[str, AcceptanceCurve]]  # workload -> method -> curve
     fit_concurrencies: tuple[int, ...]
     anchors: dict[str, dict] = field(repr=False, default_factory=dict)
+    fixed: dict[str, float] = field(default_factory=dict)  # parameters measured, not fitted
 
     @property
     def params(self) -> dict[str, float]:
-        return self.fit.params
+        """Every parameter in ``FITTED`` order, fitted or fixed."""
+        return {n: self.fixed[n] if n in self.fixed else self.fit.params[n] for n in FITTED}
 
 
-def fit_profile(anchors: dict[str, dict], fit_concurrencies=FIT_CONCURRENCIES) -> PublishedFit:
-    """Fit ``c, f, a, v1`` to the log of the published ratios at ``fit_concurrencies`` (all workloads)."""
+def fit_profile(anchors: dict[str, dict], fit_concurrencies=FIT_CONCURRENCIES,
+                per_layer_ms: float | None = None) -> PublishedFit:
+    """Fit ``c, f, a, v1`` to the log of the published ratios at ``fit_concurrencies`` (all workloads);
+    ``per_layer_ms`` fixes ``f`` at a measured value and fits the other three."""
     missing = [c for c in fit_concurrencies if not all(c in a["ratio"] for a in anchors.values())]
     if missing or not fit_concurrencies:
         raise ValueError(f"fit_concurrencies {list(fit_concurrencies)}: no published ratio at {missing or 'any'}; "
                          f"choose among {sorted(next(iter(anchors.values()))['ratio'])}")
+    if per_layer_ms is not None and not 0 <= per_layer_ms <= UPPER[FITTED.index("f")]:
+        raise ValueError(f"per_layer_ms {per_layer_ms} is outside [0, {UPPER[FITTED.index('f')]}] ms: measure it "
+                         "from a GPU's step phases (peagle_nb.compare.layer_cost.per_layer_cost)")
+    fixed = {} if per_layer_ms is None else {"f": float(per_layer_ms)}
+    free = [i for i, n in enumerate(FITTED) if n not in fixed]
     curves = {w: curves_20b(a) for w, a in anchors.items()}
 
     def residuals(p):
-        cost = profile(p)
+        cost = profile({**p, **fixed})
         return [math.log(predicted_ratio(cost, curves[w], c) / a["ratio"][c])
                 for w, a in anchors.items() for c in fit_concurrencies]
 
-    fit = least_squares(residuals, FITTED, LOWER, UPPER, STARTS)
-    return PublishedFit(profile(fit.params), fit, curves, tuple(fit_concurrencies), anchors)
+    fit = least_squares(residuals, [FITTED[i] for i in free], [LOWER[i] for i in free], [UPPER[i] for i in free],
+                        [tuple(s[i] for i in free) for s in STARTS])
+    return PublishedFit(profile({**fit.params, **fixed}), fit, curves, tuple(fit_concurrencies), anchors, fixed)
+
+
+def extrapolation_check(anchors: dict[str, dict], split: int = 8, per_layer_ms: float | None = None) -> list[dict]:
+    """Fit on the concurrencies up to ``split`` and predict the ones above it, then the reverse: unlike the
+    held-out points of :data:`FIT_CONCURRENCIES`, which lie between fitted ones, these test the model outside
+    the range it saw. One row per direction: ``fit_on``, ``predicted`` concurrencies, the held-out errors'
+    ``n`` / ``mean_abs`` / ``max_abs`` and the worst point."""
+    every = sorted(next(iter(anchors.values()))["ratio"])
+    low, high = [c for c in every if c <= split], [c for c in every if c > split]
+    if not low or not high:
+        raise ValueError(f"split {split} leaves nothing on one side of the published concurrencies {every}")
+    rows = []
+    for name, fit_on, predicted in (("low -> high", low, high), ("high -> low", high, low)):
+        table = ratio_table(fit_profile(anchors, fit_on, per_layer_ms))
+        held = [r for r in table if r["role"] == "held out"]
+        worst = max(held, key=lambda r: abs(r["error"]))
+        rows.append({"direction": name, "fit_on": fit_on, "predicted": predicted, **error_summary(table),
+                     "worst": f"{worst['workload']} c{worst['concurrency']}", "worst_error": worst["error"]})
+    return rows
 
 
 def ratio_table(pf: PublishedFit) -> list[dict]:

@@ -72,11 +72,13 @@ def measured_scenarios(docs: list[dict], concurrencies=(1, 2, 4, 8),
     return out
 
 
-def published_scenarios(doc: dict, concurrencies=(1, 4, 16, 64),
-                        fit_concurrencies=pub.FIT_CONCURRENCIES) -> dict[str, Scenario]:
+def published_scenarios(doc: dict, concurrencies=(1, 4, 16, 64), fit_concurrencies=pub.FIT_CONCURRENCIES,
+                        per_layer_ms: float | None = None) -> dict[str, Scenario]:
     """GPT-OSS-20B on a B200, one scenario per published workload, with the GPU profile fitted to the
-    published ratios at ``fit_concurrencies`` and each head's own acceptance curve (tau at K=3 and 7)."""
-    pf = pub.fit_profile(pub.anchors_20b(doc), fit_concurrencies)
+    published ratios at ``fit_concurrencies`` (``per_layer_ms``: the cost per layer measured, not fitted:
+    :func:`peagle_nb.compare.published.fit_profile`) and each head's own acceptance curve (tau at K=3 and 7)."""
+    pf = pub.fit_profile(pub.anchors_20b(doc), fit_concurrencies, per_layer_ms)
+    measured = f"; f = {per_layer_ms:.4f} ms per layer, measured" if per_layer_ms is not None else ""
     bounds = ", ".join(f"{n} on its {side} bound" for n, side in pf.fit.at_bound.items())
     out = {}
     for workload, curves in pf.curves.items():
@@ -85,8 +87,8 @@ def published_scenarios(doc: dict, concurrencies=(1, 4, 16, 64),
             f"GPT-OSS-20B · B200 · {workload} (published)", "published", pf.cost, curves,
             {m: list(range(1, pub.TRAINED_K_20B + 1)) for m in SPEC_METHODS}, list(concurrencies), points,
             notes=f"GPU profile fitted to the blog's ratios at concurrency {list(pf.fit_concurrencies)} "
-                  f"(RMS log error {pf.fit.rms:.3f}{'; ' + bounds if bounds else ''}); acceptance: each head's "
-                  "curve through its published tau at K=3 and K=7")
+                  f"(RMS log error {pf.fit.rms:.3f}{'; ' + bounds if bounds else ''}{measured}); acceptance: each "
+                  "head's curve through its published tau at K=3 and K=7")
     return out
 
 

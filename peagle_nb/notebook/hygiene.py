@@ -8,6 +8,10 @@
   (decided from the machine, :mod:`peagle_nb.notebook.modes`);
 - the first cell is markdown and says what full mode costs (the first screen a reader sees);
 - ``SMOKE`` is read only after the notebook imports ``peagle_nb.notebook`` (which resolves ``None``);
+- no decimal figure typed in a markdown cell unless it is a published figure (a value in
+  ``data/results/published.json``), a version or arXiv number, or a stated constant in the reviewed
+  :data:`ALLOWED_FIGURES`: a measured number in prose goes stale when the data is re-recorded, so prose
+  quoting one renders it from data (``display(Markdown(...))`` or a printed line);
 - the series: files numbered contiguously from 00, matching ``series.SERIES`` and the README table.
 
 ``peagle-nb check-notebooks`` and tests/test_notebook_hygiene.py both call these.
@@ -18,8 +22,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
+from peagle_nb import paths
 from peagle_nb.notebook.series import SERIES
 
 ALLOWED_NOTEBOOK_METADATA = {"kernelspec", "language_info"}
@@ -75,6 +81,65 @@ def smoke_read_before_import(nb: dict) -> int | None:
     return None
 
 
+FIGURE_RE = re.compile(r"(?<![\w.])\d+\.\d+(?!\.?\d)")  # 1.5, 0.23 (not 0.16.0, v1.2, 2503.01840x)
+# Not measurements: arXiv identifiers and software versions.
+NOT_A_FIGURE_RE = re.compile(r"arXiv \d{4}\.\d{4,5}|(?:vLLM|CUDA|Python|version|>=)\s*\d+\.\d+")
+# Stated constants a markdown cell may type, per notebook, each with why it is not a measurement. Keep it
+# small: everything measured is printed from data instead.
+ALLOWED_FIGURES: dict[str, dict[str, str]] = {
+    "02_eagle3_autoregressive_drafter.ipynb": {"0.8": "training-time-test loss weight 0.8^k (recipe constant)"},
+    "03_peagle_mask_token_drafter.ipynb": {"0.7": "COD keep rate r (recipe constant)",
+                                           "0.2": "COD floor r_min (recipe constant)"},
+    "04_triton_kernels_for_parallel_drafting.ipynb": {
+        "1.15": "measured in kernels_h200.json, still typed: to be printed from the file when notebook 04's "
+                "summary is next rewritten"},
+    "05_serve_peagle_in_vllm.ipynb": {"0.01": "a temperature the text names (an input, not a result)"},
+    "06_deploy_to_sagemaker_ai.ipynb": {"1.41": "ml.g5.xlarge's hourly price in peagle_nb/sagemaker/instances.py"},
+}
+
+
+def _numbers(value) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+@lru_cache(maxsize=4)
+def published_figures(path: str | None = None) -> frozenset[str]:
+    """Every number in ``published.json``'s runs as prose would type it (``1.55``, ``3.9``); empty when the
+    file is absent (then no figure counts as published)."""
+    path = Path(path) if path else paths.results_dir() / "published.json"
+    if not path.is_file():
+        return frozenset()
+    runs = json.loads(path.read_text(encoding="utf-8")).get("runs", [])
+    return frozenset(f"{n:g}" for n in _numbers(runs))
+
+
+def typed_figures(nb: dict, name: str, published: frozenset[str] | None = None) -> list[tuple[int, str, str]]:
+    """``(cell, figure, context)`` for each decimal figure typed in a markdown cell that is not published,
+    not a version or arXiv number and not in ``ALLOWED_FIGURES[name]``."""
+    published = published_figures() if published is None else published
+    allowed = ALLOWED_FIGURES.get(name, {})
+    found = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "markdown":
+            continue
+        text = _source(cell)
+        exempt = [m.span() for m in NOT_A_FIGURE_RE.finditer(text)]
+        for m in FIGURE_RE.finditer(text):
+            fig = m.group()
+            if any(a <= m.start() < b for a, b in exempt) or fig in allowed or f"{float(fig):g}" in published:
+                continue
+            found.append((i, fig, " ".join(text[max(0, m.start() - 40):m.end() + 20].split())))
+    return found
+
+
 def check_notebook(path: str | Path) -> list[str]:
     """Return a list of human-readable problems (empty when the notebook is clean)."""
     path = Path(path)
@@ -116,6 +181,11 @@ def check_notebook(path: str | Path) -> list[str]:
     if "full mode" not in first.lower() or "SMOKE = None" not in first:
         problems.append(f"{path.name}: the first cell must be markdown saying what full mode costs and that "
                         "`SMOKE = None` picks the mode from this machine")
+    for i, fig, context in typed_figures(nb, path.name):
+        problems.append(f"{path.name} cell {i}: decimal figure {fig} typed in markdown (...{context}...): print a "
+                        "measured number from data (display(Markdown(...)) or a printed line); a published figure "
+                        "must be in data/results/published.json, a stated constant in ALLOWED_FIGURES "
+                        "(peagle_nb/notebook/hygiene.py) with its reason")
     late = smoke_read_before_import(nb)
     if late is not None:
         problems.append(f"{path.name} cell {late}: reads SMOKE before importing peagle_nb.notebook, which resolves "

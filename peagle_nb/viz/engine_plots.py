@@ -153,3 +153,20 @@ def rows_cost_figure(series: Mapping[str, tuple[Sequence[int], Sequence[float]]]
                     line=dict(color=COLORS["none"], dash="dot"))
     fig.update_yaxes(rangemode="tozero")
     return _layout(fig, title, "rows in one forward (T = K+1 when verifying K drafts)", "cost / one-row forward")
+
+
+ABLATION_STYLES = (("#d62728", "circle", "solid"), ("#1f77b4", "square", "dash"), ("#2ca02c", "diamond", "dot"),
+                   ("#ff7f0e", "x", "dashdot"), ("#9467bd", "triangle-up", "longdash"))
+
+
+def ablation_figure(rates: Mapping[str, Sequence[float]], title: str = "Ablation: acceptance per position"
+                    ) -> go.Figure:
+    """One line per variant of the same head (notebook 03's placeholder ablation), each with its own colour,
+    marker and dash, so lines that lie on top of each other stay distinguishable."""
+    fig = go.Figure()
+    for i, (name, r) in enumerate(rates.items()):
+        color, symbol, dash = ABLATION_STYLES[i % len(ABLATION_STYLES)]
+        fig.add_scatter(x=list(range(1, len(r) + 1)), y=list(r), mode="lines+markers", name=name,
+                        line=dict(color=color, dash=dash), marker=dict(symbol=symbol, size=9))
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(fig, title, "draft position j", "acceptance rate a_j")

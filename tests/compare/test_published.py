@@ -121,3 +121,25 @@ def test_decomposition_is_the_published_arithmetic(doc):
     he1 = next(r for r in rows if r["workload"] == "HumanEval" and r["concurrency"] == 1)
     assert he1["tau_P(K=7) / tau_E(K=3)"] == pytest.approx(3.94 / 2.65, abs=1e-4)
     assert he1["implied EAGLE-3 step / P-EAGLE step"] == pytest.approx(1.55 / (3.94 / 2.65), abs=1e-4)
+
+
+def test_a_measured_cost_per_layer_is_fixed_not_fitted(doc):
+    anchors = pub.anchors_20b(doc)
+    pf = pub.fit_profile(anchors, per_layer_ms=0.0244)
+    assert pf.fixed == {"f": 0.0244} and pf.params["f"] == 0.0244 and "f" not in pf.fit.params
+    assert list(pf.params) == list(pub.FITTED)
+    assert pf.cost.p0 - pf.cost.e0 == pytest.approx(3 * 0.0244 + pub.WEIGHTS_MS["peagle"] - pub.WEIGHTS_MS["eagle3"])
+    assert pf.fit.rms < 0.035  # the ratios are fitted about as well as with f free
+    with pytest.raises(ValueError, match="per_layer_ms"):
+        pub.fit_profile(anchors, per_layer_ms=-1.0)
+
+
+def test_extrapolation_fits_each_side_and_predicts_the_other(doc):
+    rows = pub.extrapolation_check(pub.anchors_20b(doc), split=8, per_layer_ms=0.0244)
+    up, down = rows
+    assert (up["fit_on"], up["predicted"]) == ([1, 2, 4, 8], [16, 32, 64]) and up["n"] == 9
+    assert (down["fit_on"], down["predicted"]) == ([16, 32, 64], [1, 2, 4, 8]) and down["n"] == 12
+    assert abs(up["worst_error"]) == up["max_abs"]
+    assert down["mean_abs"] > 2 * up["mean_abs"]  # high-concurrency ratios do not pin the fixed costs
+    with pytest.raises(ValueError, match="nothing on one side"):
+        pub.extrapolation_check(pub.anchors_20b(doc), split=64)

@@ -55,3 +55,13 @@ def test_rows_cost_is_relative_to_one_row():
     assert list(f.data[2].x) == [1, 8] and list(f.data[2].y) == [1, 8]  # T separate steps
     with pytest.raises(ValueError, match="no 1-row time"):
         engine_plots.rows_cost_figure({"cpu": ([2, 4], [1.0, 2.0])})
+
+
+def test_ablation_lines_are_told_apart_by_colour_marker_and_dash():
+    rates = {"peagle learned": [0.6, 0.3], "peagle zero hidden": [0.6, 0.3], "peagle random hidden": [0.6, 0.29],
+             "peagle token ' the'": [0.6, 0.1]}
+    fig = engine_plots.ablation_figure(rates)
+    assert [t.name for t in fig.data] == list(rates)
+    for attr in (lambda t: t.line.color, lambda t: t.marker.symbol, lambda t: t.line.dash):
+        assert len({attr(t) for t in fig.data}) == len(rates)
+    assert list(fig.data[3].y) == [0.6, 0.1]

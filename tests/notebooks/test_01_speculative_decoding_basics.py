@@ -123,3 +123,13 @@ def test_h200_numbers_are_the_recorded_runs(rec, repo_root):
         assert parts == pytest.approx(rec[f"{key}.step_ms"], rel=0.02)
         assert rec[f"{key}.break_even_tau"] == pytest.approx(
             rec[f"{key}.step_ms"] / rec["basics.speed.h200.none.step_ms"], rel=1e-3)
+
+
+def test_smoke_speeds_are_shown_beside_the_recorded_cpu_sweep(rec, repo_root):
+    path = repo_root / "data/results/engine_cpu.json"
+    if not path.is_file():
+        return
+    summary = json.loads(path.read_text())["summary"]["prose"]
+    for m in ("eagle3", "peagle"):
+        recorded = rec[f"basics.speed.cpu_recorded.{m}.speedup"]
+        assert recorded == {k: pytest.approx(v, abs=1e-4) for k, v in summary[f"{m}.speedup_vs_none_at_best_k"].items()}

@@ -115,6 +115,9 @@ def test_cost_vs_k_and_timelines_from_phases(rec):
         # why the 2x target of the lean engine is missed on this tiny target: the heads' tau at their best K is
         # below what a step of these phases needs for 2x (recorded: needs ~3.7 at EAGLE-3's K=3, has ~2.3)
         assert b["tau"] < b["tau_for_2x"] and b["ceiling"] == pytest.approx((k + 1) * 2 / b["tau_for_2x"])
+        # the prefill the takeaways quote: the drafter reads the prompt too, a deeper drafter for longer
+        assert rec[f"h200.breakdown.{m}.prefill_ms"] == pytest.approx(b["prefill_ms"], abs=1e-4)
+        assert b["prefill_ms"] > 0
 
 
 def test_best_k_from_every_recorded_sweep(rec):

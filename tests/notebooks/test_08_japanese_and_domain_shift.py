@@ -25,6 +25,9 @@ def test_japanese_costs_more_tokens_per_character(rec):
         assert rec["tokenizer.ja.tokens_per_char"] > 2.0
     else:
         assert rec["tokenizer.ja.tokens_per_char"] < 1.0
+    # with no merges at all a byte-level tokenizer spends one token per UTF-8 byte: kana and kanji are 3 bytes
+    assert 2.0 < rec["tokenizer.ja.utf8_bytes_per_char"] <= 3.0
+    assert rec["tokenizer.ja.tokens_per_char"] < rec["tokenizer.ja.utf8_bytes_per_char"]
 
 
 @pytest.mark.parametrize("head", ["eagle3", "peagle"])

@@ -133,3 +133,24 @@ def test_smoke_speeds_are_shown_beside_the_recorded_cpu_sweep(rec, repo_root):
     for m in ("eagle3", "peagle"):
         recorded = rec[f"basics.speed.cpu_recorded.{m}.speedup"]
         assert recorded == {k: pytest.approx(v, abs=1e-4) for k, v in summary[f"{m}.speedup_vs_none_at_best_k"].items()}
+
+
+def test_sampled_phases_and_regimes_are_the_recorded_h200_runs(rec, repo_root):
+    import json
+
+    from peagle_nb.step_phases import regime_rows, sampled_phase_rows
+
+    doc = json.loads((repo_root / "data" / "results" / "engine_h200.json").read_text())
+    for r in sampled_phase_rows(doc["phases"], doc["sampler_comparison"], 7):
+        if r["mode"] != "greedy":
+            tag = "fused" if "fused" in r["mode"] else "chain"
+            assert rec[f"basics.sampled_phases.h200.{tag}.{r['key']}.over_greedy"] == pytest.approx(r["over_greedy"],
+                                                                                                     abs=1e-4)
+    # the fused kernels make sampling cheap next to the op chains they replace
+    assert rec["basics.sampled_phases.h200.fused.plain.over_greedy"] < 1.1
+    assert rec["basics.sampled_phases.h200.chain.plain.over_greedy"] > rec["basics.sampled_phases.h200.fused.plain"
+                                                                             ".over_greedy"]
+    for r in regime_rows(doc):
+        key = f"basics.regime.t{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
+        assert rec[f"{key}.peagle.tpot_speedup"] == pytest.approx(r["peagle_tpot_speedup"], abs=1e-4)
+        assert rec[f"{key}.eagle3.e2e_speedup"] == pytest.approx(r["eagle3_e2e_speedup"], abs=1e-4)

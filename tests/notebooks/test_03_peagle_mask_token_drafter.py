@@ -138,3 +138,23 @@ def test_best_k_from_every_recorded_sweep(rec):
             for m in ("eagle3", "peagle"):
                 assert rec[f"{tag}.{name}.{m}.speedup_vs_none"]["median"] == pytest.approx(
                     s[f"{m}.speedup_vs_none_at_best_k"]["median"], abs=1e-4)
+
+
+def test_regimes_long_outputs_and_prefill_from_the_h200_record(rec, repo_root):
+    import json
+
+    from peagle_nb.step_phases import regime_rows
+
+    doc = json.loads((repo_root / "data" / "results" / "engine_h200.json").read_text())
+    rows = regime_rows(doc)
+    assert rows
+    for r in rows:  # the printed verdicts are the file's, regime by regime
+        key = f"regime.h200.t{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
+        assert rec[f"{key}.tpot_verdict"] == r["tpot_verdict"] and rec[f"{key}.e2e_verdict"] == r["e2e_verdict"]
+    # past the heads' training length (256 positions) acceptance falls, for both heads, at both temperatures
+    splits = {k: v for k, v in rec.items() if k.endswith(".tau_before_after")}
+    assert len(splits) == 12 and all(after < before for before, after in splits.values())
+    # prefill captured per length bucket: the drafter's prefill on top of the target's, P-EAGLE's deeper head more
+    for ps in ("prose", "code", "ja"):
+        assert 0 < rec[f"prefill.h200.{ps}.eagle3.drafter_over_target"] < rec[f"prefill.h200.{ps}.peagle"
+                                                                               ".drafter_over_target"] < 1

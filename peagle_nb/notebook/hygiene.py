@@ -90,9 +90,6 @@ ALLOWED_FIGURES: dict[str, dict[str, str]] = {
     "02_eagle3_autoregressive_drafter.ipynb": {"0.8": "training-time-test loss weight 0.8^k (recipe constant)"},
     "03_peagle_mask_token_drafter.ipynb": {"0.7": "COD keep rate r (recipe constant)",
                                            "0.2": "COD floor r_min (recipe constant)"},
-    "04_triton_kernels_for_parallel_drafting.ipynb": {
-        "1.15": "measured in kernels_h200.json, still typed: to be printed from the file when notebook 04's "
-                "summary is next rewritten"},
     "05_serve_peagle_in_vllm.ipynb": {"0.01": "a temperature the text names (an input, not a result)"},
     "06_deploy_to_sagemaker_ai.ipynb": {"1.41": "ml.g5.xlarge's hourly price in peagle_nb/sagemaker/instances.py"},
 }

@@ -18,9 +18,10 @@ the draft, so a draft is kept with probability p(d) and the resample excludes it
 verification (the argmax rule of ``greedy_verify``), and K = 0 is plain sampling of one token.
 
 Draws are exponential races given uniforms (``argmax_i r_i / -log(u_i)`` is distributed as r normalised), so
-the kernel and the PyTorch reference, given the same uniforms, return the same tokens. One program per request
-reads the K+1 rows once for their softmax statistics (all rows at once, in ``[ROWS, BLOCK_V]`` tiles), decides
-the accepted prefix in registers, then reads the one row it resamples from. Run
+the kernel and the PyTorch reference, given the same uniforms, return the same tokens. Two launches: the first
+reads every row once for its softmax statistics, one program per row (so K+1 rows take as long as one); the
+second, one program per request, decides the accepted prefix in registers from those statistics and K gathered
+values, then reads the one row it draws from. Run
 ``python -m peagle_kernels.sampled_verify`` for the check and benchmark.
 """
 
@@ -33,8 +34,46 @@ import triton.language as tl
 from peagle_kernels._common import (check_int_tensor, check_same_device, next_pow2, runnable, time_variants,
                                     use_triton_for)
 
-TILE_ELEMENTS = 8192  # ROWS x BLOCK_V elements per tile of the statistics pass
+MAX_BLOCK_V = 4096  # vocabulary entries per block of a row
 RESIDUAL_FLOOR = 1e-12  # below this residual mass p equals q at that row; rejection has probability 0 there
+
+
+@triton.jit
+def row_stats_kernel(
+    logits_ptr,  # [B, K+1, V] fp32/bf16: the target's logits
+    stride_b,  # elements between requests
+    stride_r,  # elements between rows (stride along V is 1)
+    inv_t_ptr,  # [B] fp32: 1/T per request
+    stats_ptr,  # [B * (K+1), 2] fp32 out: per row, the maximum m of l / T and sum_i exp(l_i / T - m)
+    argmax_ptr,  # [B * (K+1)] int32 out: per row, the first argmax of the raw logits (the greedy rule)
+    V,  # target vocabulary size
+    K1: tl.constexpr,  # rows per request (K + 1)
+    BLOCK_V: tl.constexpr,
+):
+    row_id = tl.program_id(0)  # one program per row: request row_id // K1, row row_id % K1
+    b = (row_id // K1).to(tl.int64)
+    row = logits_ptr + b * stride_b + (row_id % K1).to(tl.int64) * stride_r
+    inv_t = tl.load(inv_t_ptr + b)
+    cols = tl.arange(0, BLOCK_V)
+    best_l = tl.full([], float("-inf"), tl.float32)
+    best_i = tl.full([], 0, tl.int32)
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.full([], 0.0, tl.float32)
+    for start in range(0, V, BLOCK_V):  # the online softmax statistics of l / T, and the first argmax of l
+        c = start + cols
+        ok = c < V
+        lv = tl.load(row + c, mask=ok, other=float("-inf")).to(tl.float32)
+        blk_max = tl.max(lv, 0)
+        blk_arg = tl.argmax(lv, 0)
+        best_i = tl.where(blk_max > best_l, start + blk_arg, best_i)  # strict: the first index wins ties
+        best_l = tl.maximum(best_l, blk_max)
+        x = tl.where(ok, tl.where(ok, lv, 0.0) * inv_t, float("-inf"))  # no -inf * 0
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.where(ok, tl.exp(x - m_new), 0.0), 0)
+        m = m_new
+    tl.store(stats_ptr + row_id * 2, m)
+    tl.store(stats_ptr + row_id * 2 + 1, s)
+    tl.store(argmax_ptr + row_id, best_i)
 
 
 @triton.jit
@@ -48,13 +87,15 @@ def sampled_verify_kernel(
     inv_t_ptr,  # [B] fp32: 1/T per request; 0 = greedy verification
     u_acc_ptr,  # [B, K] fp32: uniforms of the acceptance tests
     u_res_ptr,  # [B, V] fp32: uniforms of the recovered / bonus draw
+    stats_ptr,  # [B * (K+1), 2] fp32: each row's m and sum of exponentials (row_stats_kernel)
+    argmax_ptr,  # [B * (K+1)] int32: each row's first argmax (row_stats_kernel)
     accepted_ptr,  # [B] int32/int64 out: accepted prefix length
     token_ptr,  # [B] int64 out: recovered token at the first rejection, else the bonus token
     rejected_ptr,  # [B] int32/int64 out: K - accepted
     V,  # target vocabulary size
     Vq,  # columns of q (the draft vocabulary size)
     K: tl.constexpr,  # drafts per request
-    ROWS: tl.constexpr,  # next_pow2(K + 1): rows of a statistics tile
+    ROWS: tl.constexpr,  # next_pow2(K + 1): the rows' statistics as one vector
     Q_ONE_HOT: tl.constexpr,  # vLLM's argmax drafts: q is one-hot at the draft
     BLOCK_V: tl.constexpr,
 ):
@@ -65,26 +106,12 @@ def sampled_verify_kernel(
     base = logits_ptr + b * stride_b
     inv_t = tl.load(inv_t_ptr + b)
     greedy = inv_t == 0.0
-    # pass 1, every row at once: the first argmax of the raw logits, and the online softmax statistics of l / T
-    best_l = tl.full([ROWS], float("-inf"), tl.float32)
-    best_i = tl.zeros([ROWS], dtype=tl.int32)
-    m = tl.full([ROWS], float("-inf"), tl.float32)
-    s = tl.zeros([ROWS], dtype=tl.float32)
-    for start in range(0, V, BLOCK_V):
-        c = start + cols
-        ok = row_ok[:, None] & (c[None, :] < V)
-        lv = tl.load(base + rows[:, None].to(tl.int64) * stride_r + c[None, :], mask=ok,
-                     other=float("-inf")).to(tl.float32)
-        blk_max = tl.max(lv, 1)
-        blk_arg = tl.argmax(lv, 1)
-        best_i = tl.where(blk_max > best_l, start + blk_arg, best_i)  # strict: the first index wins ties
-        best_l = tl.maximum(best_l, blk_max)
-        x = tl.where(ok, tl.where(ok, lv, 0.0) * inv_t, float("-inf"))  # no -inf * 0
-        m_new = tl.maximum(m, tl.max(x, 1))
-        scale = tl.where(m_new == m, 1.0, tl.exp(m - m_new))  # 1 for padding rows (both -inf)
-        s = s * scale + tl.sum(tl.where(ok, tl.exp(x - m_new[:, None]), 0.0), 1)
-        m = m_new
-    # the accepted prefix, decided in registers: row j of the tile is draft j's test
+    # the rows' statistics, from the first launch
+    stat_row = b * (K + 1) + rows
+    m = tl.load(stats_ptr + stat_row * 2, mask=row_ok, other=float("-inf"))
+    s = tl.load(stats_ptr + stat_row * 2 + 1, mask=row_ok, other=0.0)
+    best_i = tl.load(argmax_ptr + stat_row, mask=row_ok, other=0)
+    # the accepted prefix, decided in registers: row j is draft j's test
     accepted = tl.full([], 0, tl.int32)
     d_at = tl.zeros([ROWS], dtype=tl.int64)
     if K > 0:
@@ -105,7 +132,7 @@ def sampled_verify_kernel(
     s_a = tl.sum(tl.where(sel, s, 0.0), 0)
     argmax_a = tl.sum(tl.where(sel, best_i, 0), 0)
     d_a = tl.sum(tl.where(sel, d_at, 0), 0)
-    # pass 2, the row drawn from (a rejected draft's: max(0, p - q); after K kept drafts: p): the race over
+    # the row drawn from (a rejected draft's: max(0, p - q); after K kept drafts: p): the race over
     # the residual and, in case it has no mass, over p
     row = base + accepted.to(tl.int64) * stride_r
     best_r = tl.full([], -1.0, tl.float32)
@@ -212,17 +239,21 @@ def sampled_verify(logits: torch.Tensor, draft_tokens: torch.Tensor | None, draf
                torch.empty(B, dtype=torch.int32, device=device))
     if B == 0:
         return out
-    rows = next_pow2(K + 1)
-    block = max(min(next_pow2(V), TILE_ELEMENTS // rows), 16)
+    block = min(next_pow2(V), MAX_BLOCK_V)
     dummy = out[1]
     no_q = q_one_hot or K == 0
+    inv_t = inv_temperature.float().contiguous()
+    stats = torch.empty(B * (K + 1), 2, dtype=torch.float32, device=device)
+    argmax = torch.empty(B * (K + 1), dtype=torch.int32, device=device)
+    runnable(row_stats_kernel, device)[(B * (K + 1),)](
+        logits, logits.stride(0), logits.stride(1), inv_t, stats, argmax, V, K1=K + 1, BLOCK_V=block, num_warps=8)
     runnable(sampled_verify_kernel, device)[(B,)](
         logits, logits.stride(0), logits.stride(1),
         draft_tokens.contiguous() if K else dummy, draft_probs.contiguous() if not no_q else dummy,
-        target_to_draft.contiguous() if not no_q else dummy, inv_temperature.float().contiguous(),
-        u_accept.contiguous() if K else dummy, u_resample.contiguous(), out[0], out[1], out[2],
+        target_to_draft.contiguous() if not no_q else dummy, inv_t,
+        u_accept.contiguous() if K else dummy, u_resample.contiguous(), stats, argmax, out[0], out[1], out[2],
         V, draft_probs.shape[2] if not no_q else 1,
-        K=K, ROWS=rows, Q_ONE_HOT=q_one_hot, BLOCK_V=block, num_warps=8)
+        K=K, ROWS=next_pow2(K + 1), Q_ONE_HOT=q_one_hot, BLOCK_V=block, num_warps=8)
     return out
 
 

@@ -97,21 +97,20 @@ def _regime(h200: dict, temperature: float, length: int) -> dict | None:
 def _h200_sampled_rows(h200: dict) -> list[tuple[str, str, str, str]]:
     """The sampled regime: phases before and after fusion, TPOT and end-to-end speed, TTFT, long outputs."""
     out, src = [], "`engine_h200.json`"
-    greedy = {(r["method"], r["k"]): r for r in h200.get("phases", []) if r.get("mode", "greedy") == "greedy"}
-    cmp = {(r["sampler"], r["method"], r["k"]): r for r in h200.get("sampler_comparison", [])}
-    if cmp and greedy:
-        k = max(kk for _, m, kk in cmp if m == "peagle")
+    if h200.get("sampler_comparison"):
+        from peagle_nb.step_phases import sampled_phase_rows
 
-        def ratios(method: str, phase: str, kk: int) -> str:
-            base = greedy[(method, kk if method != "none" else 0)][f"{phase}_ms"]
-            return (f"{cmp[('fused', method, kk)][f'{phase}_ms'] / base:.2f} "
-                    f"({cmp[('reference', method, kk)][f'{phase}_ms'] / base:.2f})")
+        k = max(r["k"] for r in h200["sampler_comparison"] if r["method"] == "peagle")
+        over = {(r["mode"], r["key"]): r["over_greedy"] for r in sampled_phase_rows(h200["phases"],
+                                                                                   h200["sampler_comparison"], k)}
+
+        def ratios(key: str) -> str:
+            return f"{over[('sampled, fused kernels', key)]:.2f} ({over[('sampled, PyTorch op chain', key)]:.2f})"
 
         out.append((f"H200 sampled (T=1) over greedy, graph device time, fused kernels (the PyTorch op chains before "
-                    f"fusion): plain step / verify of K+1 rows (K={k}) / one draft pass (EAGLE-3: its K passes)",
-                    f"{ratios('none', 'plain', 0)} / {ratios('peagle', 'verify', k)} / {ratios('peagle', 'draft', k)}",
-                    f"{ratios('none', 'plain', 0)} / {ratios('eagle3', 'verify', k)} / {ratios('eagle3', 'draft', k)}",
-                    src))
+                    f"fusion): plain step / verify of K+1 rows (K={k}) / the draft pass (EAGLE-3: its K passes)",
+                    f"{ratios('plain')} / {ratios(f'verify_k{k}')} / {ratios(f'peagle_draft_k{k}')}",
+                    f"{ratios('plain')} / - / {ratios(f'eagle3_draft_k{k}')}", src))
     reg = _regime(h200, 1.0, 256)
     if reg and "peagle.tpot_speedup_vs_none" in next(iter(reg["summary"].values()), {}):
         s = reg["summary"]

@@ -233,9 +233,10 @@ def sampled_phase_rows(phases: Sequence[Mapping], sampler_rows: Sequence[Mapping
     """The three phases that sampling touches, from a results file's ``phases`` (greedy) and ``sampler_comparison``
     rows: a plain step, P-EAGLE's verification of K+1 rows, P-EAGLE's draft pass and EAGLE-3's K draft passes, each
     greedy, sampled with the fused kernels and sampled with their PyTorch op chains (notebooks 01 and 04). Each row
-    carries its ratio to the greedy phase."""
+    carries its ratio to the greedy phase (the comparison's own greedy rows where it has them, else ``phases``)."""
     greedy = {(r["method"], r["k"]): r for r in phases if r.get("mode", "greedy") == "greedy"}
-    sampled = {(r["sampler"], r["method"], r["k"]): r for r in sampler_rows}
+    greedy.update({(r["method"], r["k"]): r for r in sampler_rows if r.get("mode") == "greedy"})  # same run: preferred
+    sampled = {(r["sampler"], r["method"], r["k"]): r for r in sampler_rows if r.get("mode", "sampled") == "sampled"}
     picks = [("plain step", "plain", "none", 0, "plain"),
              (f"verify K+1 (K={k})", f"verify_k{k}", "peagle", k, "verify"),
              (f"P-EAGLE draft (K={k})", f"peagle_draft_k{k}", "peagle", k, "draft"),

@@ -25,6 +25,7 @@ One run records, on one machine and in one process:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 import warnings
@@ -125,8 +126,9 @@ def phases(decoders: dict, prompt_ids: list[int], temperatures=(0.0,), sampler: 
 
 def sampler_comparison(target, tokenizer, heads: dict, prompt_ids: list[int], ks=(1, 3, 7),
                        temperature: float = 1.0) -> list[dict]:
-    """Sampled-step phases with the fused sampling kernels and with their PyTorch op chains (same step otherwise):
-    what fusing temperature, draws, acceptance and resampling saves (notebooks 01 and 04)."""
+    """Sampled-step phases with the fused sampling kernels and with their PyTorch op chains (same step otherwise),
+    beside the greedy phases of the same decoders (``mode``): what fusing temperature, draws, acceptance and
+    resampling saves (notebooks 01 and 04)."""
     from peagle_nb.engine.lean import LeanDecoder
 
     rows = []
@@ -135,7 +137,8 @@ def sampler_comparison(target, tokenizer, heads: dict, prompt_ids: list[int], ks
         for m, h in heads.items():
             for k in ks:
                 decs[(m, k)] = LeanDecoder(target, tokenizer, h, m, k, sampler=sampler)
-        rows += phases(decs, prompt_ids, (temperature,), sampler=sampler)
+        temps = (0.0, temperature) if sampler == "fused" else (temperature,)  # greedy phases use no sampler
+        rows += phases(decs, prompt_ids, temps, sampler=sampler)
     return rows
 
 
@@ -229,9 +232,11 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
 def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
         budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
         equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True,
-        kernel_shapes: dict | None = None, lengths=None, temperatures=None, sections=("all",)) -> dict:
+        kernel_shapes: dict | None = None, lengths=None, temperatures=None, sections=("all",),
+        sampler_ks=None) -> dict:
     """The whole record (module docstring). ``lengths`` / ``temperatures`` (default: ``max_new_tokens`` /
-    ``temperature``) span the regimes; ``sections`` picks the parts other than the sweep ("all", or any of
+    ``temperature``) span the regimes; ``sampler_ks`` the K of the sampler comparison (default: 1, 3, 7 where swept);
+    ``sections`` picks the parts other than the sweep ("all", or any of
     "equality", "engines", "phases", "samplers", "builder", "profile", "kernels", "prefill")."""
     from peagle_nb.engine.evaluate import make_decoder
     from peagle_nb.results import make_results, validate, write_results
@@ -265,12 +270,11 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
             for k in ks:
                 decs[(m, k)] = make_decoder("lean", target, tokenizer, h, m, k)
         if want("phases"):
-            extra["phases"] = phases(decs, p0, sorted(set([0.0] + temperatures)))
+            extra["phases"] = phases(decs, p0)  # greedy; sampled phases are in the sampler comparison
             extra["target_step_floor_ms"] = extra["phases"][0]["plain_ms"]
         if want("samplers") and any(t > 0 for t in temperatures):
-            extra["sampler_comparison"] = sampler_comparison(target, tokenizer, heads, p0,
-                                                             [k for k in (1, 3, 7) if k in ks] or [max(ks)],
-                                                             max(temperatures))
+            sks = list(sampler_ks or ([k for k in (1, 3, 7) if k in ks] or [max(ks)]))
+            extra["sampler_comparison"] = sampler_comparison(target, tokenizer, heads, p0, sks, max(temperatures))
             log("sampler comparison done")
         if want("builder"):
             extra["builder_comparison"] = builder_comparison(target, tokenizer, heads["peagle"], p0,
@@ -314,9 +318,9 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
 
 
 def merge_parts(docs: list[dict]) -> dict:
-    """One record from runs of this module made in several calls (a GPU lease caps each call's length): the regimes
-    of every part, sorted by (temperature, length), a later part's replacing an earlier one's; each other section
-    from the first part that has it; ``runs`` /
+    """One record from runs of this module made in several calls (a GPU lease caps each call's length), parts in the
+    order they were recorded: the regimes of every part, sorted by (temperature, length), and every other section,
+    a later part's replacing an earlier one's (a part re-records what changed since); ``runs`` /
     ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
     from peagle_nb.results import validate
 
@@ -329,11 +333,14 @@ def merge_parts(docs: list[dict]) -> dict:
     regimes = [by_regime[key] for key in sorted(by_regime)]
     if not regimes:
         raise ValueError("no part holds a 'regimes' section: record the parts with this module first")
-    out = {k: v for k, v in docs[0].items() if k not in ("regimes", "runs", "summary")}
-    for d in docs[1:]:
-        for k, v in d.items():
-            out.setdefault(k, v)
+    out: dict = {}
+    for d in docs:
+        out.update({k: v for k, v in d.items() if k not in ("regimes", "runs", "summary")})
     out["regimes"] = regimes
+    temps = sorted({r["temperature"] for r in regimes})
+    lengths = sorted({r["max_new_tokens"] for r in regimes})
+    out["notes"] = re.sub(r"regimes: temperatures \[[^\]]*\] x generation lengths \[[^\]]*\]",
+                          f"regimes: temperatures {temps} x generation lengths {lengths}", out.get("notes", ""))
     out["runs"], out["summary"] = regimes[0]["runs"], regimes[0]["summary"]
     out["parts"] = [{"generator": d.get("generator"), "created": d.get("created"), "run_seconds": d.get("run_seconds"),
                      "regimes": [(r["temperature"], r["max_new_tokens"]) for r in d.get("regimes", [])]}
@@ -366,6 +373,7 @@ def main(argv=None) -> int:
     p.add_argument("--sweeps", type=int, default=3, help="independent sweeps (the spread of best-K ratios)")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--temperatures", default=None, help="comma list, e.g. 0,1 (default: --temperature)")
+    p.add_argument("--sampler-ks", default=None, help="comma list of K for the sampler comparison (default 1,3,7)")
     p.add_argument("--lengths", default=None, help="generation lengths, e.g. 64,256,512 (default: --max-new-tokens)")
     p.add_argument("--sections", default="all",
                    help="comma list of the parts besides the sweep: all, equality, engines, phases, samplers, builder, "
@@ -408,7 +416,8 @@ def main(argv=None) -> int:
               sweeps=a.sweeps, temperature=a.temperature, equal_prompts=a.equal_prompts, profile=not a.no_profile,
               kernel_shapes=shapes, lengths=[int(x) for x in a.lengths.split(",")] if a.lengths else None,
               temperatures=[float(x) for x in a.temperatures.split(",")] if a.temperatures else None,
-              sections=tuple(a.sections.split(",")))
+              sections=tuple(a.sections.split(",")),
+              sampler_ks=[int(x) for x in a.sampler_ks.split(",")] if a.sampler_ks else None)
     import json
 
     print(json.dumps({k: doc.get(k) for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))

@@ -86,3 +86,5 @@ def test_notebook_04_kernels_match_references_and_gpu_figures(run_notebook):
             f"sampled_phases.h200.chain.{key}.over_greedy"]
         assert fused < chain and fused < 1.2
     assert rec["gpu.sampled_verify.b1_k7.device_us"] < rec["gpu.sampled_verify.b1_k7.eager_device_us"]
+    by_k = rec["gpu.sampled_verify.b1_device_us_by_k"]  # two launches: the rows' statistics side by side
+    assert max(by_k.values()) < 1.5 * min(v for k, v in by_k.items() if int(k) > 0)

@@ -113,7 +113,9 @@ def test_notebook_07_with_the_shipped_results(run_notebook):
             assert rec[f"h200_check.{ps}.measured_verdict"] == verdict(measured)  # notebook 03's rule
             # the step phases alone give what the advisor's model (fitted to the steps) predicts, roughly
             assert rec[f"h200_check.{ps}.chain"]["phases"] == pytest.approx(rec[f"h200_check.{ps}.predicted"], abs=0.2)
-        assert rec["h200_check.prose.largest_step"] == "end_to_end"  # the prefill the step model cannot see
+        # the miss is taken apart step by step (phases, bookkeeping, decoding, prefill) and the largest step named
+        chain = rec["h200_check.prose.chain"]
+        assert rec["h200_check.prose.largest_step"] in set(chain) - {"phases"}
         assert rec["wins.suite_prefill_ratio"] > 1
         assert rec["wins.suite_verdict"] == rec["h200_check.prose.measured_verdict"]
     if "vllm_cpu.json" in rec["data.measured_files"]:  # vLLM's own counters vs the engine, same prompts

@@ -166,8 +166,8 @@ def reference_draft_sample(logits, inv_temperature, uniforms, d2t):
 
 
 def eager_draft_sample(logits, inv_temperature, uniforms, d2t):
-    """What the engine ran before fusion: softmax, ``torch.multinomial`` (its own noise), a gather of q into the
-    target vocabulary is left out (it is the verify side's). For the benchmark only: its draws differ."""
+    """The unfused chain the engine ran before (softmax, ``torch.multinomial`` with its own noise, the id map),
+    for the benchmark only: its draws differ, so only its time is comparable."""
     q = torch.softmax(logits.float() * inv_temperature.float()[:, None], -1)
     ids = torch.multinomial(q, 1).squeeze(-1)
     return d2t[ids].long(), q

@@ -117,11 +117,11 @@ class SpecDecoder:
                 result.steps.append(StepStats(0, 0, 1, 0.0, (clock.now() - s0) * 1e3))
                 continue
             s0 = clock.now()
-            u = u_draft = u_res = u_acc = None
+            u_draft = u_res = u_acc = None
             if temperature > 0:  # the step's draws, in the lean engine's order
                 vd = self.drafter.d2t_ids.numel()
-                u = step_uniforms(self.k, vd, self.vocab, gen, self.device)
-                u_draft, u_res, u_acc = split_uniforms(u, self.k, vd, self.vocab)
+                u_draft, u_res, u_acc = split_uniforms(step_uniforms(self.k, vd, self.vocab, gen, self.device),
+                                                       self.k, vd, self.vocab)
             proposal = self.drafter.propose(pend_tokens, pend_feats, temperature, gen, uniforms=u_draft)
             s1 = clock.now()
             kept_len = self.runner.length

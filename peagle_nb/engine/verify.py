@@ -30,12 +30,6 @@ def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.softmax(logits.float() / temperature, dim=-1)
 
 
-def sample(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One draw per row of ``probs`` [..., V] -> [...] int64."""
-    flat = probs.reshape(-1, probs.shape[-1])
-    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
-
-
 def verify_greedy(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> tuple[int, int]:
     """draft_tokens [K], target_logits [K+1, V] -> (accepted, token the target adds)."""
     target_tokens = target_logits.argmax(dim=-1)

@@ -33,6 +33,28 @@ class ServerStartupError(RuntimeError):
     """The server exited or did not answer /health in time; the message quotes the end of its log."""
 
 
+class _StartupStalled(Exception):
+    """The log did not grow for ``stall_s`` seconds before /health answered (retried once in ``start``)."""
+
+
+# An in-process vLLM engine (``offline.make_llm``) writes these into os.environ for its own process; a server
+# started afterwards from the same Python (a notebook, pytest) must not inherit them: its engine core sets its
+# own, and a stale preload, thread-binding or distributed identity belongs to another engine.
+LEAKED_BY_IN_PROCESS_VLLM = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_DIST_IDENT", "LOCAL_WORLD_SIZE",
+                             "VLLM_OBJECT_STORAGE_SHM_BUFFER_NAME", "VLLM_WORKER_MULTIPROC_METHOD",
+                             "LD_PRELOAD", "LD_LIBRARY_PATH", "KMP_INIT_AT_FORK", "KMP_DUPLICATE_LIB_OK")
+_ENV_AT_IMPORT = {k: os.environ[k] for k in LEAKED_BY_IN_PROCESS_VLLM if k in os.environ}
+
+
+def server_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """os.environ as it was before any in-process vLLM engine changed it, the suite's defaults, then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in LEAKED_BY_IN_PROCESS_VLLM}
+    env.update(_ENV_AT_IMPORT)
+    runtime_env.apply_defaults(env)
+    env.update(extra or {})
+    return env
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -81,7 +103,7 @@ atexit.register(_stop_all_at_exit)
 class ManagedVllmServer:
     def __init__(self, args: list[str], *, host: str = "127.0.0.1", port: int | None = None,
                  env: dict[str, str] | None = None, startup_timeout_s: float = 300,
-                 log_path: str | Path | None = None, python: str | None = None):
+                 log_path: str | Path | None = None, python: str | None = None, stall_s: float = 150):
         for flag in ("--host", "--port"):
             if flag in args:
                 raise ValueError(f"pass {flag} as a keyword (host=/port=), not in args: the server picks them")
@@ -90,6 +112,8 @@ class ManagedVllmServer:
         self.port = port or free_port(host)
         self.env = env or {}
         self.startup_timeout_s = startup_timeout_s
+        self.stall_s = stall_s  # a start whose log is silent this long is restarted once (see start)
+        self.restarts = 0
         self.python = python or sys.executable
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
@@ -146,41 +170,62 @@ class ManagedVllmServer:
 
     # ------------------------------------------------------------------------------------- lifecycle
     def start(self) -> "ManagedVllmServer":
+        """Launch and wait for /health. A start whose log stops growing for ``stall_s`` seconds (vLLM's engine
+        core stuck before its first line, seen once in CI after many in-process engines) is stopped and
+        launched again, once, with a note on stderr; a second stall or any other failure raises."""
         if self.proc is not None:
             raise RuntimeError("server already started")
         check_port_free(self.host, self.port)  # before a minute of engine start-up, not after
-        env = dict(os.environ)
-        # offline.make_llm sets this for in-process engines; a server runs its engine core as a child process
-        env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-        runtime_env.apply_defaults(env)
-        env.update(self.env)
-        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         t0 = time.monotonic()
+        for attempt in (0, 1):
+            self._launch()
+            try:
+                self._wait_ready(time.monotonic(), allow_stall=attempt == 0)
+                break
+            except _StartupStalled:
+                self.stop()
+                self.restarts += 1
+                print(f"vLLM start-up stalled (no new log line for {self.stall_s:.0f} s, log {self.log_path}); "
+                      "starting it again once", file=sys.stderr, flush=True)
+            except BaseException:  # including KeyboardInterrupt: never leave it running
+                self.stop()
+                raise
+        self.startup_s = time.monotonic() - t0
+        return self
+
+    def _launch(self) -> None:
+        env = server_environment(self.env)
+        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         # Own session = own process group, so one killpg reaches the engine-core child too.
         self.proc = subprocess.Popen(self.command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         _LIVE.add(self)
         self._reaper = _start_reaper(self.proc.pid)
-        try:
-            self._wait_ready(t0)
-        except BaseException:  # including KeyboardInterrupt: never leave it running
-            self.stop()
-            raise
-        self.startup_s = time.monotonic() - t0
-        return self
 
-    def _wait_ready(self, t0: float) -> None:
+    def _log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _wait_ready(self, t0: float, *, allow_stall: bool = False) -> None:
         url = self.base_url + "/health"
+        size, grew_at = self._log_size(), time.monotonic()
         while True:
             code = self.proc.poll()
             if code is not None:
                 raise ServerStartupError(
                     f"vLLM server exited with code {code} before it was ready. Command: {' '.join(self.command)}\n"
                     f"--- last lines of {self.log_path} ---\n{self.log_tail()}")
-            if time.monotonic() - t0 > self.startup_timeout_s:
+            now = time.monotonic()
+            if now - t0 > self.startup_timeout_s:
                 raise ServerStartupError(
                     f"vLLM server did not answer {url} within {self.startup_timeout_s:.0f} s (raise "
                     f"startup_timeout_s on a slow machine).\n--- last lines of {self.log_path} ---\n{self.log_tail()}")
+            if (new := self._log_size()) != size:
+                size, grew_at = new, now
+            elif allow_stall and now - grew_at > self.stall_s:
+                raise _StartupStalled
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - local server
                     if resp.status == 200:

@@ -1,0 +1,70 @@
+"""ManagedVllmServer's start-up guards without vLLM: a start whose log goes silent is restarted once (and a
+second stall fails with the log's end), and the server never inherits what an in-process engine left in
+os.environ. A stand-in HTTP server plays vLLM so these run in seconds."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from peagle_nb.serving import server
+from peagle_nb.serving.server import ManagedVllmServer, ServerStartupError
+
+# Stalls silently on the attempts listed in STALLS (counted in a file), then answers /health like vLLM.
+_STAND_IN = textwrap.dedent('''
+    import http.server, os, sys, time
+    count_file, stalls = sys.argv[1], int(sys.argv[2])
+    n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+    open(count_file, "w").write(str(n + 1))
+    print("starting", n, flush=True)
+    if n < stalls:
+        time.sleep(600)
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers()
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[3])), Health).serve_forever()
+''')
+
+
+class _StandIn(ManagedVllmServer):
+    def __init__(self, tmp_path, stalls: int):
+        script = tmp_path / "stand_in.py"
+        script.write_text(_STAND_IN)
+        self._script, self._count, self._stalls = script, tmp_path / "count", stalls
+        super().__init__([], startup_timeout_s=30, stall_s=2, log_path=tmp_path / "stand_in.log")
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, str(self._script), str(self._count), str(self._stalls), str(self.port)]
+
+
+def test_a_stalled_start_is_restarted_once_and_then_serves(tmp_path, capsys):
+    with _StandIn(tmp_path, stalls=1) as srv:
+        assert srv.restarts == 1 and srv.is_running()
+    assert "stalled" in capsys.readouterr().err
+    assert srv.proc is None
+
+
+def test_a_second_stall_fails_with_the_log_and_leaves_nothing(tmp_path):
+    srv = _StandIn(tmp_path, stalls=2)
+    srv.startup_timeout_s = 6
+    with pytest.raises(ServerStartupError, match="did not answer") as err:
+        srv.start()
+    assert "starting 1" in str(err.value)  # the second attempt's log is quoted
+    assert srv.proc is None and srv.restarts == 1
+
+
+def test_the_server_does_not_inherit_an_in_process_engines_variables(monkeypatch):
+    monkeypatch.setitem(server._ENV_AT_IMPORT, "LD_PRELOAD", "/user/chose/this.so")
+    monkeypatch.setenv("LD_PRELOAD", "/site-packages/torch/lib/libgomp.so.1")  # as vLLM's CPU worker sets it
+    monkeypatch.setenv("VLLM_DIST_IDENT", "vllm_dist_stale")
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    monkeypatch.setenv("PEAGLE_TEST_KEEP", "1")
+    env = server.server_environment({"VLLM_CPU_KVCACHE_SPACE": "3"})
+    assert "VLLM_DIST_IDENT" not in env and "VLLM_ENABLE_V1_MULTIPROCESSING" not in env
+    assert env["LD_PRELOAD"] == "/user/chose/this.so"  # what the user had before any engine ran is kept
+    assert env["PEAGLE_TEST_KEEP"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    assert env["HF_HUB_OFFLINE"] == os.environ.get("HF_HUB_OFFLINE", "1")

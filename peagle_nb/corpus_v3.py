@@ -28,7 +28,9 @@ class CorpusV3Error(RuntimeError):
 
 
 def manifest_path() -> Path:
-    return paths.data_dir() / "corpus" / "manifest_v3.json"
+    """The committed manifest, or ``PEAGLE_CORPUS_V3_MANIFEST`` (with ``PEAGLE_CORPUS_V3``: a corpus built
+    elsewhere, e.g. a test's miniature one)."""
+    return Path(os.environ.get("PEAGLE_CORPUS_V3_MANIFEST") or paths.data_dir() / "corpus" / "manifest_v3.json")
 
 
 def v3_dir() -> Path:

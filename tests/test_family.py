@@ -91,3 +91,86 @@ def test_heads_without_a_target_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="run command A"):
         family.main(["heads", "--smoke", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "o"),
                      "--work", str(tmp_path / "w")])
+
+
+def _mini_corpus_v3(folder, chars: int = 60_000) -> dict:
+    """A corpus-v3-shaped folder (shards + manifest) cut from the committed v1 corpus."""
+    import gzip
+    import hashlib
+
+    from peagle_nb.corpus import load_documents
+
+    folder.mkdir(parents=True)
+    shards = []
+    for domain in ("prose", "code", "ja"):
+        for split in ("train", "validation", "heldout"):
+            docs, total = [], 0
+            for i, text in enumerate(load_documents(domain, split)):
+                docs.append({"id": f"{domain}/{split}/{i}", "text": text})
+                total += len(text)
+                if total > (chars if split == "train" else chars // 4):
+                    break
+            name = f"{domain}-{split}-000.jsonl.gz"
+            data = gzip.compress("".join(json.dumps(d) + "\n" for d in docs).encode(), mtime=0)
+            (folder / name).write_bytes(data)
+            shards.append({"file": name, "domain": domain, "split": split, "bytes": len(data),
+                           "sha256": hashlib.sha256(data).hexdigest(), "documents": len(docs)})
+    manifest = {"shards": shards, "totals": {}}
+    (folder / "manifest_v3.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+@pytest.mark.slow
+def test_family_v3_target_at_smoke_size_reuses_the_tokenizer_lifts_small_domains_and_packs_parts(
+        tmp_path, monkeypatch):
+    from peagle_nb.models.target import load_target
+
+    corpus = tmp_path / "v3"
+    _mini_corpus_v3(corpus)
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
+    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+    out = tmp_path / "out"
+    assert family.main(["target", "--family", "v3", "--smoke", "--runs", "20", "--out", str(out), "--work",
+                        str(tmp_path / "work")]) == 0
+    summary = json.loads((out / "family_target.json").read_text())
+    assert summary["command"].endswith("--family v3 --smoke")
+    parts = sorted(out.glob("v3-target.tar.gz.part*"))
+    assert [p.name for p in parts] == [r["file"] for r in summary["packed"]] and len(parts) <= 6
+    folder = family.unpack_parts(parts[0], tmp_path / "models")
+    assert folder.name == "v3-target"
+    assert family.weights_sha256(folder) == summary["weights_sha256"]  # the card's weights are the packed ones
+    log = json.loads((folder / "training_log.json").read_text())
+    assert log["corpus"] == "v3" and log["tokenizer"]["reused_from"].endswith("tiny-target")
+    assert set(log["heldout"]) == set(log["heldout_v3"]) == {"prose", "code", "ja"}
+    share = log["domain_sampling"]
+    tokens = log["train_tokens"]
+    smallest = min(tokens, key=tokens.get)
+    assert abs(sum(share.values()) - 1) < 1e-3
+    assert share[smallest] > tokens[smallest] / sum(tokens.values())  # alpha 0.7 lifts the smallest domain
+    model, tok = load_target(folder)
+    assert len(tok) == len(load_target()[1])  # the tiny target's tokenizer, reused
+    assert model.config.num_hidden_layers == 8
+    card = (folder / "README.md").read_text()
+    assert card.startswith("# v3-target") and "## Family v3 against the tiny target" in card
+    assert all(digest in card for digest in summary["weights_sha256"].values())
+    assert set(log["baseline_heldout_bits_per_byte"]) == {"prose", "code", "ja"}
+
+
+def test_family_v3_without_its_corpus_names_the_rebuild_command(tmp_path, monkeypatch):
+    from peagle_nb.training.target import TargetTrainConfig, _split_docs
+
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(tmp_path / "nowhere"))
+    from peagle_nb import corpus_v3
+
+    with pytest.raises(corpus_v3.CorpusV3Error, match="build_corpus_v3.py"):
+        _split_docs(TargetTrainConfig(out=tmp_path / "m", corpus="v3"))
+
+
+@pytest.mark.slow
+def test_determinism_command_compares_two_identical_runs(tmp_path):
+    assert family.main(["determinism", "--family", "tiny", "--smoke", "--steps", "4", "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w")]) == 0
+    doc = json.loads((tmp_path / "o" / "determinism.json").read_text())
+    assert set(doc["runs"]) == {"run_a", "run_b"} and doc["exit_codes"] == {"run_a": 0, "run_b": 0}
+    # on a CPU, same seed and threads: bit-identical (the GPU answer is recorded in the family v3 card)
+    assert doc["weights_identical"] and doc["losses_identical"] and doc["heldout_loss_max_abs_difference"] == 0

@@ -38,6 +38,11 @@ from peagle_nb.training.target_eval import (evaluate_split, greedy_samples, held
 
 __all__ = ["TargetTrainConfig", "heldout_loss", "token_stream", "train_target", "reevaluate_target"]
 
+# Family v3: deep enough that a 4-layer P-EAGLE pass costs at most ~0.2 of a target step and a 1-layer EAGLE-3
+# pass ~0.06 (at batch 1 a step's time grows with its layer count, the width barely matters; notebook 08)
+V3_ARCH = dict(DEFAULT_ARCH, num_hidden_layers=32)
+CORPORA = ("v1", "v3")
+
 # 8 layers even in smoke mode so EAGLE-3's feature layers (2, 4, 5) stay distinct; head_dim 32 (vLLM CPU needs >= 32)
 SMOKE_ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=2,
                   num_key_value_heads=2, max_position_embeddings=256)
@@ -67,6 +72,10 @@ class TargetTrainConfig:
     seed: int = 0
     smoke: bool = False
     n_samples: int = 2  # greedy samples per domain in the model card
+    corpus: str = "v1"  # "v3": data/corpus/v3 shards (peagle_nb.corpus_v3), measured on v1's held-out split too
+    tokenizer_from: Path | None = None  # a model folder whose tokenizer is reused instead of training one
+    mix_alpha: float = 1.0  # domain sampling probability ~ train tokens ** mix_alpha (< 1 lifts small domains)
+    heldout_windows: int | None = None  # v3's own held-out split: windows per domain (None: all)
 
     def validate(self) -> None:
         """Clear errors for settings that would fail deep inside training."""
@@ -78,6 +87,12 @@ class TargetTrainConfig:
                             f"(the model's max positions)")
         if self.lr <= 0 or (self.time_budget_s is not None and self.time_budget_s <= 0):
             problems.append("--lr and --time-budget-s must be > 0")
+        if self.corpus not in CORPORA:
+            problems.append(f"--corpus {self.corpus}: use one of {', '.join(CORPORA)}")
+        if not 0 < self.mix_alpha <= 1:
+            problems.append("--mix-alpha must be in (0, 1]")
+        if self.tokenizer_from is not None and not (Path(self.tokenizer_from) / "tokenizer.json").is_file():
+            problems.append(f"--tokenizer-from {self.tokenizer_from} has no tokenizer.json (give a model folder)")
         unknown = [d for d in self.domains if d not in DOMAINS]
         if unknown or not self.domains:
             problems.append(f"--domains {' '.join(self.domains)}: use some of {', '.join(DOMAINS)}")
@@ -151,6 +166,16 @@ def train_target(cfg: TargetTrainConfig, log=print) -> dict:
 
 
 def _split_docs(cfg: TargetTrainConfig) -> dict[str, dict[str, list[str]]]:
+    """Documents per split and domain. Corpus v3 adds ``heldout_v3`` (its own held-out split); ``heldout`` stays
+    v1's held-out documents (also held out of v3), so every family is measured on the same text."""
+    if cfg.corpus == "v3":
+        from peagle_nb import corpus_v3
+
+        corpus_v3.verify_shards()  # a missing or changed shard stops here, naming the rebuild command
+        v3 = {split: {d: _limit(corpus_v3.load_documents(d, split), cfg.max_chars_per_domain if split == "train"
+                                else None) for d in cfg.domains} for split in ("train", "validation", "heldout")}
+        return {"train": v3["train"], "validation": v3["validation"], "heldout_v3": v3["heldout"],
+                "heldout": {d: load_documents(d, "heldout") for d in cfg.domains}}
     return {"train": {d: _limit(load_documents(d, "train"), cfg.max_chars_per_domain) for d in cfg.domains},
             "validation": {d: load_documents(d, "validation") for d in cfg.domains},
             "heldout": {d: load_documents(d, "heldout") for d in cfg.domains}}
@@ -164,13 +189,23 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
     t0 = time.perf_counter()
     docs = _split_docs(cfg)
     domains = list(cfg.domains)
-    tokenizer = train_tokenizer([t for d in domains for t in docs["train"][d]], vocab_size=cfg.vocab_size)
-    tok_report = tokenizer_report(tokenizer, docs["train"], docs["validation"], cfg.vocab_sweep, cfg.draft_vocab_sizes)
-    streams = [token_stream(tokenizer, docs["train"][d]) for d in domains]
+    if cfg.tokenizer_from is not None:
+        from transformers import PreTrainedTokenizerFast
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(cfg.tokenizer_from))
+        sample = {d: _limit(docs["train"][d], 2_000_000) for d in domains}  # coverage counts on a 2 M-char sample
+        tok_report = tokenizer_report(tokenizer, sample, docs["validation"], (), cfg.draft_vocab_sizes)
+        tok_report["reused_from"] = str(cfg.tokenizer_from)
+    else:
+        tokenizer = train_tokenizer([t for d in domains for t in docs["train"][d]], vocab_size=cfg.vocab_size)
+        tok_report = tokenizer_report(tokenizer, docs["train"], docs["validation"], cfg.vocab_sweep,
+                                      cfg.draft_vocab_sizes)
+    # windows are cut on the device: a large corpus's streams are copied there once
+    streams = [token_stream(tokenizer, docs["train"][d]).to(device) for d in domains]
     val = {d: token_stream(tokenizer, docs["validation"][d]) for d in domains}
     held = {d: token_stream(tokenizer, docs["heldout"][d]) for d in domains}
     sizes = torch.tensor([float(len(s)) for s in streams])
-    probs = sizes / sizes.sum()
+    probs = sizes ** cfg.mix_alpha / (sizes ** cfg.mix_alpha).sum()
     log(f"tokenizer: vocab {len(tokenizer)} ({time.perf_counter() - t0:.1f}s with its measurements); "
         + ", ".join(f"{d} {r['bytes_per_token']:.2f} bytes/token {r['tokens_per_char']:.3f} tokens/char"
                     for d, r in tok_report["per_domain"].items())
@@ -257,7 +292,9 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
         "vocab_size": len(tokenizer),
         "aux_layer_ids": list(aux_layer_ids(config.num_hidden_layers)),
         "domains": domains,
+        "corpus": cfg.corpus,
         "train_tokens": {d: len(s) for d, s in zip(domains, streams)},
+        "domain_sampling": {d: round(float(p), 4) for d, p in zip(domains, probs)},
         "validation_tokens": {d: len(val[d]) for d in domains},
         "tokenizer": tok_report,
         "steps_run": step,
@@ -272,7 +309,17 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
         "device": _device_name(device),
         "versions": _versions(),
     }
-    summary.update(measure_heldout(cfg.out, device, cfg.seq_len, cfg.eval_windows, docs["heldout"]))
+    # v1's held-out split is small: measured whole for family v3, as the tiny target was (comparable numbers)
+    heldout_windows = None if cfg.corpus == "v3" else cfg.eval_windows
+    summary.update(measure_heldout(cfg.out, device, cfg.seq_len, heldout_windows, docs["heldout"]))
+    baseline = paths.models_dir() / "tiny-target" / "training_log.json"
+    if cfg.corpus == "v3" and baseline.is_file():  # the model this family must beat, on the same documents
+        base = json.loads(baseline.read_text(encoding="utf-8"))
+        summary["baseline_heldout_bits_per_byte"] = {d: r["bits_per_byte"] for d, r in base["heldout"].items()}
+    if "heldout_v3" in docs:
+        v3 = measure_heldout(cfg.out, device, cfg.seq_len, cfg.heldout_windows, docs["heldout_v3"])
+        summary["heldout_v3"] = {d: {k: v for k, v in r.items() if k != "windows"} | {"windows_measured": len(
+            r["windows"])} for d, r in v3["heldout"].items()}
     write_log_and_card(cfg.out, summary)
     log(f"best step {best[1]}: heldout " + ", ".join(
         f"{d} loss {r['loss']:.3f} ppl {r['ppl']:.1f} ({r['bits_per_byte']:.3f} bits/byte)"
@@ -355,6 +402,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domains", nargs="+", choices=DOMAINS, default=None, help="corpus domains (default: all)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus", choices=CORPORA, default="v1",
+                   help="v1: the committed corpus (tiny family); v3: data/corpus/v3 (family v3, on a GPU)")
+    p.add_argument("--layers", type=int, default=None,
+                   help=f"decoder layers (default {DEFAULT_ARCH['num_hidden_layers']}; "
+                        f"{V3_ARCH['num_hidden_layers']} with --corpus v3)")
+    p.add_argument("--tokenizer-from", type=Path, default=None,
+                   help="reuse this model folder's tokenizer (family v3 reuses the tiny target's)")
+    p.add_argument("--mix-alpha", type=float, default=None,
+                   help="domain sampling ~ train tokens ** alpha (default 1; family v3 0.7)")
+    p.add_argument("--heldout-windows", type=int, default=None, help="windows per domain of v3's held-out split")
     p.add_argument("--eval-only", action="store_true",
                    help="re-measure the model already in --out and rewrite its training_log.json and model card")
 
@@ -364,10 +421,19 @@ def config_from_args(args: argparse.Namespace) -> TargetTrainConfig:
                  "seq_len": args.seq_len, "lr": args.lr, "eval_every": args.eval_every,
                  "eval_windows": args.eval_windows, "vocab_size": args.vocab_size,
                  "vocab_sweep": tuple(args.vocab_sweep) if args.vocab_sweep is not None else None,
-                 "domains": tuple(args.domains) if args.domains else None, "device": args.device, "seed": args.seed}
+                 "domains": tuple(args.domains) if args.domains else None, "device": args.device, "seed": args.seed,
+                 "corpus": getattr(args, "corpus", None), "tokenizer_from": getattr(args, "tokenizer_from", None),
+                 "mix_alpha": getattr(args, "mix_alpha", None),
+                 "heldout_windows": getattr(args, "heldout_windows", None)}
+    layers = getattr(args, "layers", None)
     if args.smoke:
+        if layers:
+            overrides["arch"] = dict(SMOKE_ARCH, num_hidden_layers=layers)
         out = args.out or paths.repo_root() / "build" / "models" / "tiny-target-smoke"
         return TargetTrainConfig.smoke_config(out, **overrides)
+    if overrides["corpus"] == "v3" or layers:
+        base = V3_ARCH if overrides["corpus"] == "v3" else DEFAULT_ARCH
+        overrides["arch"] = dict(base, **({"num_hidden_layers": layers} if layers else {}))
     out = args.out or paths.models_dir() / "tiny-target"
     return TargetTrainConfig(out=out, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -78,6 +78,28 @@ def _continuations_section(s: dict) -> str:
             f"```text\n{ex['greedy']}\n```\n")
 
 
+def _v3_section(s: dict) -> str:
+    """Family v3: the held-out bits per byte against the tiny target's on the same documents (the goal: at most
+    0.7x on every domain), the v3 corpus's own held-out split, the domain mixture and the weights' sha256."""
+    if s.get("corpus") != "v3":
+        return ""
+    base = s.get("baseline_heldout_bits_per_byte", {})
+    rows = "\n".join(
+        f"| {d} | {s['heldout'][d]['bits_per_byte']:.3f} | "
+        + (f"{base[d]:.3f} | {s['heldout'][d]['bits_per_byte'] / base[d]:.2f}x |" if d in base else "- | - |")
+        + (f" {s['heldout_v3'][d]['bits_per_byte']:.3f} ({s['heldout_v3'][d]['windows_measured']} windows) |"
+           if d in s.get("heldout_v3", {}) else " - |")
+        + f" {100 * s['domain_sampling'][d]:.1f}% |" for d in s["heldout"])
+    sha = "\n".join(f"| `{name}` | `{digest}` |" for name, digest in s.get("weights_sha256", {}).items())
+    return ("\n## Family v3 against the tiny target\n\nBits per byte on the same held-out documents (corpus v1's "
+            "held-out split, which corpus v3 keeps held out), the tiny target's from its own log; then corpus v3's "
+            "whole held-out split. Windows are drawn from each domain with probability proportional to its train "
+            f"tokens to the power {s['config']['mix_alpha']:g}.\n\n| domain | bits per byte | tiny target | ratio | "
+            "v3 held-out bits per byte | share of training windows |\n|---|---|---|---|---|---|\n" + rows + "\n"
+            + (f"\nWeights (every results file measured with this model names these):\n\n| file | sha256 |\n"
+               f"|---|---|\n{sha}\n" if sha else ""))
+
+
 def _facts_table(s: dict, chose_on: str) -> str:
     c, a = s["config"], s["config"]["arch"]
     rows = [
@@ -124,7 +146,8 @@ def model_card(s: dict) -> str:
                f"`tests/test_target.py` recomputes some of them from this folder." if ev else "")
     reproduce = s.get("reproduce") or f"{_training_command(c)} --out data/models/tiny-target"
     corpus = "; ".join(f"**{d}**: {DOMAIN_NAMES.get(d, d)}" for d in s["train_tokens"])  # what it was trained on
-    return f"""# tiny-target
+    title = "v3-target" if s.get("corpus") == "v3" else "tiny-target"
+    return f"""# {title}
 {smoke}
 A small Llama-architecture causal LM, the target model of the P-EAGLE notebook suite (notebooks 01-08).
 It is trained from scratch by `peagle_nb.training.target` on the suite's own offline corpus
@@ -154,7 +177,7 @@ compare across tokenizers; perplexity per token does not.
 {held_rows}
 
 {ev_line}
-{_tokenizer_section(s)}
+{_v3_section(s)}{_tokenizer_section(s)}
 ## Training curve ({chose_on} loss per domain)
 
 | step | tokens seen | {' | '.join(curve_doms)} |

@@ -36,8 +36,9 @@ $(STAMP): pyproject.toml
 notebooks: install
 	$(BIN)/peagle-nb run-notebooks --smoke --out $(OUT)
 
+# --durations: every CI log lists its slowest tests, where the time budget goes
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=40 $(PYTEST_ARGS)
 
 # The SageMaker tests again, against the oldest SDK the `sagemaker` extra admits, in a venv of its own (no vLLM).
 test-sdk-floor: install

@@ -288,3 +288,34 @@ def test_committed_head_acceptance_matches_naive_loop(name):
         acc = accepted_lengths(all_anchor_drafts(head, ref[None], feats, k), res.logits[0].argmax(-1))
     assert walk_steps(acc, len(prompt), len(ref), k) == steps
     assert sum(steps) > 0  # a trained head accepts something on code
+
+
+@pytest.mark.slow
+def test_mask_hidden_ablation_and_corpus_v3_prompts(smoke_target, tmp_path, monkeypatch):
+    """--mask-hidden zeros holds P-EAGLE's shared hidden at zero through training (learned moves it);
+    --corpus v3 draws the prompts from corpus v3's train split (a miniature one here) and keys the data cache."""
+    from peagle_nb.cli import train_cmd
+    from tests.test_family import _mini_corpus_v3
+
+    corpus = tmp_path / "v3"
+    _mini_corpus_v3(corpus, chars=20_000)
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
+    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+    cache = tmp_path / "data.pt"
+    common = ["--smoke", "--target", str(smoke_target), "--device", "cpu", "--data-cache", str(cache), "--steps", "4"]
+
+    def run(*opts: str) -> int:
+        return train_cmd.run(argparse.Namespace(what="peagle", options=common + list(opts)))
+
+    assert run("--out", str(tmp_path / "zeros"), "--mask-hidden", "zeros", "--corpus", "v3") == 0
+    assert torch.load(cache)["key"]["corpus"] == "v3"
+    assert run("--out", str(tmp_path / "learned"), "--corpus", "v3") == 0
+    zeros, learned = load_head(tmp_path / "zeros"), load_head(tmp_path / "learned")
+    assert torch.count_nonzero(zeros.mask_hidden) == 0 and torch.count_nonzero(learned.mask_hidden) > 0
+    log = json.loads((tmp_path / "zeros" / "training_log.json").read_text())
+    assert log["config"]["mask_hidden"] == "zeros" and log["config"]["corpus"] == "v3"
+    assert "--corpus v3 --mask-hidden zeros" in (tmp_path / "zeros" / "README.md").read_text()  # reproducible
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
+
+    with pytest.raises(ValueError, match="zeros only for a P-EAGLE head"):
+        DrafterTrainConfig(kind="eagle3", out=tmp_path, mask_hidden="zeros").validate()

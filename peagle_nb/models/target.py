@@ -19,6 +19,9 @@ from peagle_nb.models.tokenizer import MASK_TOKEN
 # The shipped size: 8 layers so EAGLE-3's feature layers (2, 4, 5) are distinct; bf16 weights ~13.5 MiB.
 DEFAULT_ARCH = dict(hidden_size=256, intermediate_size=640, num_hidden_layers=8, num_attention_heads=4,
                     num_key_value_heads=4, max_position_embeddings=1024)
+# Family v3's depth: at batch 1 a step's time grows with its layer count, so over 32 layers a 4-layer P-EAGLE pass
+# costs about 0.2 of a target step and a 1-layer EAGLE-3 pass about 0.06 (notebook 08)
+V3_LAYERS = 32
 
 
 def default_path() -> Path:

@@ -24,7 +24,7 @@ def data_key(cfg: DrafterTrainConfig, target) -> dict:
             "greedy_fraction": cfg.greedy_fraction, "sample_temperature": cfg.sample_temperature,
             "domains": list(DOMAINS), "seed": cfg.seed, "vocab_size": target.config.vocab_size,
             "hidden_size": target.config.hidden_size, "layers": target.config.num_hidden_layers,
-            "target": str(cfg.target)}
+            "target": str(cfg.target), **({"corpus": cfg.corpus} if cfg.corpus != "v1" else {})}
 
 
 def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, dict]:
@@ -42,7 +42,7 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
             log_line(f"drafter data: reusing {cfg.data_cache}")
             return DrafterData(**blob["data"]), blob["info"]
         log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
-    prompts, labels = corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS)
+    prompts, labels = corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS, cfg.corpus)
     t0 = time.time()
     gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,

@@ -74,6 +74,11 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--eval-prompts", type=int, default=None, help="held-out prompts per set (default all)")
     p.add_argument("--eval-max-new-tokens", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus", choices=["v1", "v3"], default=None,
+                   help="prompts from corpus v1 (default) or v3 (data/corpus/v3, family v3)")
+    if kind == "peagle":
+        p.add_argument("--mask-hidden", choices=["learned", "zeros"], default=None,
+                       help="learned (default) or held at zeros (the ablation)")
     if kind == "peagle":
         p.add_argument("--cod-r", type=float, default=None, help="COD keep ratio per depth (default 0.7)")
         p.add_argument("--cod-r-min", type=float, default=None, help="COD minimum keep fraction (default 0.2)")
@@ -93,7 +98,8 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "sample_temperature": args.sample_temperature,
                  "exclude_domains": tuple(args.exclude_domain) if args.exclude_domain else None,
                  "init_from": args.init_from, "val_prompts": args.val_prompts,
-                 "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None)}
+                 "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None),
+                 "corpus": getattr(args, "corpus", None), "mask_hidden": getattr(args, "mask_hidden", None)}
     if args.smoke:
         out = args.out or paths.repo_root() / "build" / "models" / f"tiny-{kind}-smoke"
         return DrafterTrainConfig.smoke_config(kind, out, **overrides)

@@ -33,6 +33,8 @@ class DrafterTrainConfig:
     greedy_fraction: float = DEFAULT_GREEDY_FRACTION  # 0: every continuation sampled (drafter_data explains why)
     sample_temperature: float = DEFAULT_SAMPLE_TEMPERATURE
     exclude_domains: tuple[str, ...] = ()  # train without these corpus domains (the domain-shift experiment)
+    corpus: str = "v1"  # where the prompts come from: "v1" (committed) or "v3" (data/corpus/v3, family v3)
+    mask_hidden: str = "learned"  # P-EAGLE: "learned" or "zeros" (held at zero: the ablation of notebook 03)
     gen_batch: int | None = None  # sequences generated at once (default: 4096 on CUDA, 64 on CPU)
     data_cache: Path | None = None
     init_from: Path | None = None  # continue training this exported head (same shapes)
@@ -61,6 +63,10 @@ class DrafterTrainConfig:
             problems.append(f"--greedy-fraction {self.greedy_fraction} must be in [0, 1]")
         if not (0.0 < self.cod_r <= 1.0 and 0.0 < self.cod_r_min <= 1.0):
             problems.append(f"--cod-r {self.cod_r} and --cod-r-min {self.cod_r_min} must be in (0, 1]")
+        if self.corpus not in ("v1", "v3"):
+            problems.append(f"--corpus {self.corpus}: use v1 or v3")
+        if self.mask_hidden not in ("learned", "zeros") or (self.mask_hidden == "zeros" and self.kind != "peagle"):
+            problems.append(f"--mask-hidden {self.mask_hidden}: learned or zeros, and zeros only for a P-EAGLE head")
         if self.init_from is not None and not (Path(self.init_from) / "config.json").is_file():
             problems.append(f"--init-from {self.init_from} is not a head folder (no config.json); pass the --out "
                             f"folder of an earlier run")

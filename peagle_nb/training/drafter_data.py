@@ -101,16 +101,23 @@ def sample_prompt_ids(tokenizer, documents: list[str], n: int, lengths: tuple[in
 
 
 def corpus_prompts(tokenizer, n: int, lengths: tuple[int, ...], seed: int = 0,
-                   domains: tuple[str, ...] = DOMAINS) -> tuple[list[torch.Tensor], list[int]]:
-    """``n`` prompts from the train split, the same number from each domain (the first domains get one more
-    when ``n`` does not divide), interleaved in a seeded random order -> (prompts, domain index per prompt)."""
+                   domains: tuple[str, ...] = DOMAINS, corpus: str = "v1") -> tuple[list[torch.Tensor], list[int]]:
+    """``n`` prompts from the train split of ``corpus`` ("v1", or "v3": ``peagle_nb.corpus_v3``), the same number
+    from each domain (the first domains get one more when ``n`` does not divide), interleaved in a seeded random
+    order -> (prompts, domain index per prompt)."""
     if not domains:
         raise ValueError("no corpus domain to draw drafter prompts from")
+    if corpus == "v3":
+        from peagle_nb import corpus_v3
+
+        read = corpus_v3.load_documents
+    else:
+        read = load_documents
     prompts: list[torch.Tensor] = []
     labels: list[int] = []
     for i, domain in enumerate(domains):
         count = n // len(domains) + (1 if i < n % len(domains) else 0)
-        prompts += sample_prompt_ids(tokenizer, load_documents(domain, "train"), count, lengths, seed=seed + i)
+        prompts += sample_prompt_ids(tokenizer, read(domain, "train"), count, lengths, seed=seed + i)
         labels += [i] * count
     order = torch.randperm(len(prompts), generator=torch.Generator().manual_seed(seed)).tolist()
     return [prompts[i] for i in order], [labels[i] for i in order]

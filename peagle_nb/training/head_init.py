@@ -36,6 +36,10 @@ def make_head(cfg: DrafterTrainConfig, target, tokenizer, draft_ids: torch.Tenso
         head.load_state_dict(earlier.state_dict())
     else:
         init_from_target(head, target)
+    if cfg.mask_hidden == "zeros":  # the ablation: every <mask> slot's hidden input is fc(0), never trained
+        with torch.no_grad():
+            head.mask_hidden.zero_()
+        head.mask_hidden.requires_grad_(False)
     if cfg.kind == "eagle3":  # EAGLE-3 keeps the target's embedding (frozen); P-EAGLE learns its own (<mask> row)
         head.embed_tokens.weight.requires_grad_(False)
     return head

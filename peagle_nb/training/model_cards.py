@@ -120,11 +120,12 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
                   f"against the target's distribution (over the draft vocabulary)")
         serve = '{"method": "eagle3", "model": "data/models/tiny-eagle3", "num_speculative_tokens": 3}'
     else:
+        mask_hidden = "learned" if c.get("mask_hidden", "learned") == "learned" else "zero (held at zero: the ablation)"
         arch = (f"P-EAGLE draft head: `fc` (3 x {h['target_hidden_size']} -> {h['hidden_size']}) over the target's "
                 f"layers {tuple(h['eagle_config']['eagle_aux_hidden_state_layer_ids'])}, {h['num_hidden_layers']} "
                 f"decoder layers (layer 0 fused 2 x {h['hidden_size']}, the rest plain Llama layers), final norm, "
                 f"`lm_head` over a {h['draft_vocab_size']}-token draft vocabulary; its own embedding with a learned "
-                f"`<mask>` row (id {h['mask_token_id']}) and a learned `mask_hidden` [1, "
+                f"`<mask>` row (id {h['mask_token_id']}) and a {mask_hidden} `mask_hidden` [1, "
                 f"{3 * h['target_hidden_size']}]. All K drafts come from ONE forward pass.")
         method = (f"conditional drop-token depth sampling (COD) for K = {c['k']} (depth d keeps max({c['cod_r']}^d, "
                   f"{c['cod_r_min']}) of the anchors, only chains whose parent was kept), the matching attention mask "
@@ -141,6 +142,8 @@ def drafter_card(s: dict, compare: dict | None = None) -> str:
                "".join(f"--exclude-domain {d} " for d in c.get("exclude_domains", ())).strip(),
                f"--cod-r {c['cod_r']:g} --cod-r-min {c['cod_r_min']:g}"
                if kind == "peagle" and (c["cod_r"], c["cod_r_min"]) != (0.7, 0.2) else "",
+               f"--corpus {c['corpus']}" if c.get("corpus", "v1") != "v1" else "",
+               f"--mask-hidden {c['mask_hidden']}" if c.get("mask_hidden", "learned") != "learned" else "",
                f"--init-from {s['init_from']['path']}" if s.get("init_from") else ""]
     cmd = (f"peagle-nb train {kind}{smoke_flag} --steps {steps} --batch-size {c['batch_size']} --lr {c['lr']:g} "
            f"--k {c['k']} --n-sequences {c['n_sequences']} --seq-len {c['seq_len']} "

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from peagle_nb import paths
 from peagle_nb.corpus import DOMAINS, load_documents
-from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, load_target, make_config, save_target
+from peagle_nb.models.target import DEFAULT_ARCH, V3_LAYERS, aux_layer_ids, load_target, make_config, save_target
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
 from peagle_nb.training.runtime import resolve_device
 from peagle_nb.training.schedule import lr_at
@@ -38,9 +38,7 @@ from peagle_nb.training.target_eval import (evaluate_split, greedy_samples, held
 
 __all__ = ["TargetTrainConfig", "heldout_loss", "token_stream", "train_target", "reevaluate_target"]
 
-# Family v3: deep enough that a 4-layer P-EAGLE pass costs at most ~0.2 of a target step and a 1-layer EAGLE-3
-# pass ~0.06 (at batch 1 a step's time grows with its layer count, the width barely matters; notebook 08)
-V3_ARCH = dict(DEFAULT_ARCH, num_hidden_layers=32)
+V3_ARCH = dict(DEFAULT_ARCH, num_hidden_layers=V3_LAYERS)  # family v3: the tiny target's width, 32 layers
 CORPORA = ("v1", "v3")
 
 # 8 layers even in smoke mode so EAGLE-3's feature layers (2, 4, 5) stay distinct; head_dim 32 (vLLM CPU needs >= 32)

@@ -184,10 +184,11 @@ def rope_and_write_kv(qkv: torch.Tensor, positions: torch.Tensor, slots: torch.T
 def cache_attention_kernel(
     q_ptr,  # [T, HQ, D] rotated queries
     k_cache_ptr, v_cache_ptr,  # [HKV, S, D] each
-    pos_ptr,  # [T] int64: row t attends to slots 0..pos[t]
+    pos_ptr,  # [T] int64: row t attends to slots start[t]..start[t] + pos[t]
+    start_ptr,  # [T] int64: first slot of row t's sequence (a batch in one cache); read only if HAS_START
     out_ptr,  # [T, HQ, D]
     S, scale,
-    HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
+    HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, HAS_START: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
@@ -199,6 +200,8 @@ def cache_attention_kernel(
     l_sum = tl.zeros([1], tl.float32)
     acc = tl.zeros([D], tl.float32)
     kv_base = kv.to(tl.int64) * S * D
+    if HAS_START:
+        kv_base += tl.load(start_ptr + row) * D
     for start in range(0, n_keys, BLOCK_N):
         n = start + tl.arange(0, BLOCK_N)
         ok = n < n_keys
@@ -215,22 +218,26 @@ def cache_attention_kernel(
     tl.store(out_ptr + (row * HQ + head) * D + d, (acc / l_sum).to(out_ptr.dtype.element_ty))
 
 
-def attention_extent(positions, dtype=torch.float32):
+def attention_extent(positions, dtype=torch.float32, starts=None):
     """``(n_keys, mask)`` of T rows: the slots any row reads (a host read: fine on a CPU, never inside a graph), and
     the additive [1, 1, T, n_keys] mask (0 where a row may attend, -inf elsewhere), or None for one row (it reads
-    every slot up to its position)."""
-    n = int(positions.max()) + 1 if positions.numel() else 0
-    if positions.numel() <= 1:
+    every slot up to its position). ``starts`` [T] (a batch): row t reads slots starts[t]..starts[t] + positions[t]."""
+    last = positions if starts is None else starts + positions
+    n = int(last.max()) + 1 if positions.numel() else 0
+    if positions.numel() <= 1 and (starts is None or int(starts.max()) == 0):
         return n, None
-    may = torch.arange(n, device=positions.device)[None, :] <= positions[:, None]
+    slot = torch.arange(n, device=positions.device)[None, :]
+    may = slot <= last[:, None]
+    if starts is not None:
+        may &= slot >= starts[:, None]
     return n, torch.zeros(may.shape, dtype=dtype, device=positions.device).masked_fill_(~may, float("-inf"))[None, None]
 
 
-def reference_cache_attention(q, k_cache, v_cache, positions, extent=None):
-    """Row t of q [T, HQ, D] attends to slots 0..positions[t] of the caches [HKV, S, D] -> [T, HQ, D].
-    ``extent``: ``attention_extent(positions)`` when the caller already has it. (4-D inputs and an additive mask
-    take PyTorch's fused CPU attention kernel.)"""
-    n, mask = extent if extent is not None else attention_extent(positions, q.dtype)
+def reference_cache_attention(q, k_cache, v_cache, positions, extent=None, starts=None):
+    """Row t of q [T, HQ, D] attends to slots 0..positions[t] of the caches [HKV, S, D] -> [T, HQ, D] (with
+    ``starts`` [T]: slots starts[t]..starts[t] + positions[t]). ``extent``: ``attention_extent(positions, starts=
+    starts)`` when the caller already has it. (4-D inputs and an additive mask take PyTorch's fused CPU kernel.)"""
+    n, mask = extent if extent is not None else attention_extent(positions, q.dtype, starts)
     out = torch.nn.functional.scaled_dot_product_attention(
         q.transpose(0, 1)[None], k_cache[None, :, :n], v_cache[None, :, :n], attn_mask=mask,
         enable_gqa=q.shape[1] != k_cache.shape[0])
@@ -238,25 +245,29 @@ def reference_cache_attention(q, k_cache, v_cache, positions, extent=None):
 
 
 def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, positions: torch.Tensor, *,
-                    extent=None, use_triton: bool | None = None, block_n: int | None = None,
-                    num_warps: int | None = None) -> torch.Tensor:
+                    starts: torch.Tensor | None = None, extent=None, use_triton: bool | None = None,
+                    block_n: int | None = None, num_warps: int | None = None) -> torch.Tensor:
     """Attention of each query row over the cache slots up to its position (causal by position).
 
-    ``extent`` (PyTorch path only): precomputed ``attention_extent(positions)``."""
+    ``starts`` [T] int64 (a batch of sequences in one cache): row t's sequence begins at slot ``starts[t]`` and the
+    row reads slots ``starts[t] .. starts[t] + positions[t]``. ``extent`` (PyTorch path only): precomputed
+    ``attention_extent(positions, starts=starts)``."""
     T, HQ, D = q.shape
     HKV, S, _ = k_cache.shape
     if HQ % HKV or D & (D - 1) or k_cache.shape != v_cache.shape or k_cache.shape[2] != D:
         raise ValueError(f"q [T, {HQ}, {D}] and caches {tuple(k_cache.shape)}/{tuple(v_cache.shape)} do not fit: heads"
                          " must be a multiple of kv heads, head_dim a power of two, caches [HKV, S, D]")
-    if positions.shape != (T,):
-        raise ValueError(f"positions must be [T={T}], got {tuple(positions.shape)}")
+    if positions.shape != (T,) or (starts is not None and starts.shape != (T,)):
+        raise ValueError(f"positions (and starts) must be [T={T}], got {tuple(positions.shape)}"
+                         + ("" if starts is None else f" and {tuple(starts.shape)}"))
     if not use_triton_for(use_triton, q.device):
-        return reference_cache_attention(q, k_cache, v_cache, positions, extent)
+        return reference_cache_attention(q, k_cache, v_cache, positions, extent, starts)
     out = torch.empty_like(q)
     if T:
         runnable(cache_attention_kernel, q.device)[(T, HQ)](
-            q.contiguous(), k_cache, v_cache, positions, out, S, D ** -0.5,
-            HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n or ATTENTION_BLOCK_N, num_warps=num_warps or ATTENTION_WARPS)
+            q.contiguous(), k_cache, v_cache, positions, positions if starts is None else starts, out, S, D ** -0.5,
+            HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n or ATTENTION_BLOCK_N, HAS_START=starts is not None,
+            num_warps=num_warps or ATTENTION_WARPS)
     return out
 
 
@@ -424,6 +435,15 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
                                    float((vc - vr).abs().max()))
     att = cache_attention(qr, kr, vr, c["positions"], use_triton=True, block_n=16)
     out["cache_attention"] = float((att - reference_cache_attention(qr, kr, vr, c["positions"])).abs().max())
+    # a batch in one cache: the rows belong to two sequences, the second beginning at slot S // 2
+    starts = (torch.arange(qr.shape[0], device=device) % 2) * (c["S"] // 2)
+    pos = c["positions"] % (c["S"] // 2)
+    att = cache_attention(qr, kr, vr, pos, starts=starts, use_triton=True, block_n=16)
+    out["cache_attention_batched"] = float((att - reference_cache_attention(qr, kr, vr, pos, starts=starts))
+                                           .abs().max())
+    one = [reference_cache_attention(qr[t:t + 1], kr[:, int(starts[t]):], vr[:, int(starts[t]):], pos[t:t + 1])
+           for t in range(qr.shape[0])]  # each row alone over its own sequence: what the batched call must equal
+    out["cache_attention_batched_vs_alone"] = float((att - torch.cat(one)).abs().max())
     out["silu_mul"] = float((silu_mul(c["gate_up"], use_triton=True) - reference_silu_mul(c["gate_up"])).abs().max())
     H, T = c["x"].shape[1], c["x"].shape[0]
     g = torch.Generator().manual_seed(seed + 100)

@@ -43,26 +43,29 @@ def _layer_weights(attn, mlp, input_norm, post_norm, hidden_norm=None) -> LayerW
 
 
 class Rows:
-    """What every layer of one forward needs about its T rows: positions and cache slots, and on the PyTorch path
-    (CPU) the RoPE factors and the attention extent, computed once per forward rather than once per layer."""
+    """What every layer of one forward needs about its T rows: positions and cache slots (and, for a batch, the
+    first slot of each row's sequence), and on the PyTorch path (CPU) the RoPE factors and the attention extent,
+    computed once per forward rather than once per layer."""
 
-    def __init__(self, positions, slots, cos, sin, dtype):
-        self.positions, self.slots = positions, slots
+    def __init__(self, positions, slots, cos, sin, dtype, starts=None):
+        self.positions, self.slots, self.starts = positions, slots, starts
         eager = positions.device.type != "cuda"
         self.rope = rope_rows(positions, cos, sin, dtype) if eager else None
-        self.extent = attention_extent(positions, dtype) if eager else None
+        self.extent = attention_extent(positions, dtype, starts) if eager else None
 
 
 class KVCache:
     """Keys and values ``[layers, HKV, S, D]``; slot = position, and slot ``S - 1`` is a spare that padding rows
-    write to. The cache holds no length: each forward says which slots its rows attend to."""
+    write to. The cache holds no length: each forward says which slots its rows attend to. With ``sequences`` > 1
+    (a batch) sequence b owns slots ``b * capacity + position`` and rows pass ``starts`` (``b * capacity``)."""
 
-    def __init__(self, layers: int, kv_heads: int, positions: int, head_dim: int, dtype, device):
-        shape = (layers, kv_heads, positions + 1, head_dim)
+    def __init__(self, layers: int, kv_heads: int, positions: int, head_dim: int, dtype, device, sequences: int = 1):
+        shape = (layers, kv_heads, sequences * positions + 1, head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self.capacity = positions  # usable positions 0..capacity-1
-        self.spare_slot = positions
+        self.capacity = positions  # usable positions 0..capacity-1 of each sequence
+        self.sequences = sequences
+        self.spare_slot = sequences * positions
 
 
 class _Stack:
@@ -76,17 +79,18 @@ class _Stack:
         self.dtype = layers[0].qkv.dtype
         self.device = torch.device(device)
 
-    def new_cache(self) -> KVCache:
-        return KVCache(len(self.layers), self.nkv, self.max_positions, self.hd, self.dtype, self.device)
+    def new_cache(self, sequences: int = 1) -> KVCache:
+        return KVCache(len(self.layers), self.nkv, self.max_positions, self.hd, self.dtype, self.device, sequences)
 
-    def rows(self, positions, slots) -> Rows:
-        return Rows(positions, slots, self.cos, self.sin, self.dtype)
+    def rows(self, positions, slots, starts=None) -> Rows:
+        return Rows(positions, slots, self.cos, self.sin, self.dtype, starts)
 
     def attention(self, i: int, qkv, rows: Rows, cache: KVCache):
         """q/k/v products of the rows -> attention output over the cache [T, HQ D] (keys and values stored)."""
         q = rope_and_write_kv(qkv, rows.positions, rows.slots, self.cos, self.sin, cache.k[i], cache.v[i],
                               self.nh, self.nkv, rows=rows.rope)
-        return cache_attention(q, cache.k[i], cache.v[i], rows.positions, extent=rows.extent).reshape(q.shape[0], -1)
+        return cache_attention(q, cache.k[i], cache.v[i], rows.positions, starts=rows.starts,
+                               extent=rows.extent).reshape(q.shape[0], -1)
 
     def layer(self, i: int, s, rows: Rows, cache: KVCache, qkv=None):
         """One decoder layer on the residual stream ``s`` [T, H] -> the stream after it. Six launches on a GPU:
@@ -121,10 +125,11 @@ class LeanTarget(_Stack):
         self.vocab_size = cfg.vocab_size
 
     def forward(self, ids, positions, slots, cache: KVCache, feature_layers: tuple[int, ...] = (),
-                logits_rows: slice | None = None):
-        """ids/positions/slots [T] -> (logits [T or selected, V], features [T, 3H] or None)."""
+                logits_rows: slice | None = None, starts=None):
+        """ids/positions/slots [T] (``starts`` [T]: a batch, see ``KVCache``) -> (logits [T or selected, V],
+        features [T, 3H] or None)."""
         s, feats = self.embed[ids], []
-        rows = self.rows(positions, slots)
+        rows = self.rows(positions, slots, starts)
         for i in range(len(self.layers)):
             if i in feature_layers:  # the hidden state ENTERING layer i (HF's hidden_states[i])
                 feats.append(s)
@@ -161,8 +166,9 @@ class LeanHead(_Stack):
         """Target features [T, 3H] -> the drafter's hidden input [T, H] (``fc``)."""
         return features @ self.fc
 
-    def forward(self, ids, hidden, positions, slots, cache: KVCache):
-        """ids [T], hidden [T, H] (projected), positions/slots [T] -> the pre-norm hidden state [T, H].
+    def forward(self, ids, hidden, positions, slots, cache: KVCache, starts=None):
+        """ids [T], hidden [T, H] (projected), positions/slots [T] (``starts`` [T]: a batch, see ``KVCache``) -> the
+        pre-norm hidden state [T, H].
 
         ``logits(out[rows])`` scores the rows that are sampled; the pre-norm hidden feeds EAGLE-3's next pass.
         """
@@ -171,7 +177,7 @@ class LeanHead(_Stack):
         w0 = self.layers[0]
         add_rms_norm(self.embed[ids], None, w0.input_norm, self.eps, out=a_in[:, :hs])
         add_rms_norm(hidden, None, w0.hidden_norm, self.eps, out=a_in[:, hs:])
-        rows = self.rows(positions, slots)
+        rows = self.rows(positions, slots, starts)
         s = self.layer(0, hidden, rows, cache, qkv=fused_linear(a_in, w0.qkv))  # residual: the hidden input
         for i in range(1, len(self.layers)):
             s = self.layer(i, s, rows, cache)

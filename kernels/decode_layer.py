@@ -221,7 +221,14 @@ def cache_attention_kernel(
 def attention_extent(positions, dtype=torch.float32, starts=None):
     """``(n_keys, mask)`` of T rows: the slots any row reads (a host read: fine on a CPU, never inside a graph), and
     the additive [1, 1, T, n_keys] mask (0 where a row may attend, -inf elsewhere), or None for one row (it reads
-    every slot up to its position). ``starts`` [T] (a batch): row t reads slots starts[t]..starts[t] + positions[t]."""
+    every slot up to its position). ``starts`` [T] (a batch): row t reads slots starts[t]..starts[t] + positions[t];
+    when the rows come in equal contiguous groups of one sequence each (the lean engine's batches) the result is
+    ``(n_keys, mask [G, 1, R, n_keys], bases)``: G sequences of R rows, each attending over its own first n_keys
+    slots from ``bases[g]``, instead of every row over every sequence's slots."""
+    if starts is not None:
+        grouped = _grouped_extent(positions, starts, dtype)
+        if grouped is not None:
+            return grouped
     last = positions if starts is None else starts + positions
     n = int(last.max()) + 1 if positions.numel() else 0
     if positions.numel() <= 1 and (starts is None or int(starts.max()) == 0):
@@ -233,14 +240,45 @@ def attention_extent(positions, dtype=torch.float32, starts=None):
     return n, torch.zeros(may.shape, dtype=dtype, device=positions.device).masked_fill_(~may, float("-inf"))[None, None]
 
 
+def _grouped_extent(positions, starts, dtype):
+    """``attention_extent``'s grouped form, or None when the rows are not equal contiguous groups of one start."""
+    t = starts.numel()
+    bases = torch.unique_consecutive(starts)
+    g = bases.numel()
+    if t == 0 or t % g or not torch.equal(starts.view(g, t // g), bases[:, None].expand(g, t // g)):
+        return None
+    n = int(positions.max()) + 1
+    may = torch.arange(n, device=positions.device)[None, None, :] <= positions.view(g, t // g, 1)
+    mask = torch.zeros(may.shape, dtype=dtype, device=positions.device).masked_fill_(~may, float("-inf"))[:, None]
+    return n, mask, bases.tolist()
+
+
+def _sequence_views(cache, bases: list[int], n: int):
+    """The first n slots of each sequence -> [G, HKV, n, D]: a view when the sequences are evenly spaced (the lean
+    engine's regions: no copy of the cache per layer), else a stacked copy."""
+    g, step = len(bases), (bases[1] - bases[0] if len(bases) > 1 else n)
+    evenly = bases == list(range(bases[0], bases[0] + g * step, step))
+    if step >= n and evenly and bases[0] + g * step <= cache.shape[1]:
+        return cache[:, bases[0]: bases[0] + g * step].unflatten(1, (g, step))[:, :, :n].transpose(0, 1)
+    return torch.stack([cache[:, b: b + n] for b in bases])
+
+
 def reference_cache_attention(q, k_cache, v_cache, positions, extent=None, starts=None):
     """Row t of q [T, HQ, D] attends to slots 0..positions[t] of the caches [HKV, S, D] -> [T, HQ, D] (with
     ``starts`` [T]: slots starts[t]..starts[t] + positions[t]). ``extent``: ``attention_extent(positions, starts=
     starts)`` when the caller already has it. (4-D inputs and an additive mask take PyTorch's fused CPU kernel.)"""
-    n, mask = extent if extent is not None else attention_extent(positions, q.dtype, starts)
+    extent = extent if extent is not None else attention_extent(positions, q.dtype, starts)
+    gqa = q.shape[1] != k_cache.shape[0]
+    if len(extent) == 3:  # G sequences of R rows: one batched attention, each over its own slots
+        n, mask, bases = extent
+        g = len(bases)
+        k, v = _sequence_views(k_cache, bases, n), _sequence_views(v_cache, bases, n)  # [G, HKV, n, D]
+        qg = q.reshape(g, q.shape[0] // g, *q.shape[1:]).transpose(1, 2)  # [G, HQ, R, D]
+        out = torch.nn.functional.scaled_dot_product_attention(qg, k, v, attn_mask=mask, enable_gqa=gqa)
+        return out.transpose(1, 2).reshape(q.shape)
+    n, mask = extent
     out = torch.nn.functional.scaled_dot_product_attention(
-        q.transpose(0, 1)[None], k_cache[None, :, :n], v_cache[None, :, :n], attn_mask=mask,
-        enable_gqa=q.shape[1] != k_cache.shape[0])
+        q.transpose(0, 1)[None], k_cache[None, :, :n], v_cache[None, :, :n], attn_mask=mask, enable_gqa=gqa)
     return out[0].transpose(0, 1)
 
 
@@ -444,6 +482,17 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
     one = [reference_cache_attention(qr[t:t + 1], kr[:, int(starts[t]):], vr[:, int(starts[t]):], pos[t:t + 1])
            for t in range(qr.shape[0])]  # each row alone over its own sequence: what the batched call must equal
     out["cache_attention_batched_vs_alone"] = float((att - torch.cat(one)).abs().max())
+    # rows in equal contiguous groups of one sequence each (the lean engine's batches): the grouped PyTorch path
+    T = qr.shape[0]
+    groups = 2 if T % 2 == 0 else T
+    span = c["S"] // groups
+    g_starts = torch.arange(T, device=device) // (T // groups) * span
+    g_pos = c["positions"] % span
+    grouped = reference_cache_attention(qr, kr, vr, g_pos, starts=g_starts)
+    assert len(attention_extent(g_pos, qr.dtype, g_starts)) == 3  # the grouped form was taken
+    one = [reference_cache_attention(qr[t:t + 1], kr[:, int(g_starts[t]):], vr[:, int(g_starts[t]):], g_pos[t:t + 1])
+           for t in range(T)]
+    out["cache_attention_grouped_vs_alone"] = float((grouped - torch.cat(one)).abs().max())
     out["silu_mul"] = float((silu_mul(c["gate_up"], use_triton=True) - reference_silu_mul(c["gate_up"])).abs().max())
     H, T = c["x"].shape[1], c["x"].shape[0]
     g = torch.Generator().manual_seed(seed + 100)

@@ -9,7 +9,7 @@ benchmarks (05, 06) and published anchor numbers (07) are all stored as::
       "created": "2026-12-02T10:00:00Z",
       "machine": {"device": "NVIDIA H200" | "cpu", "cpu_count": 2, "platform": "...", ...},
       "versions": {"python": "3.11.7", "torch": "...", "triton": "...", "vllm": "...", "peagle_nb": "..."},
-      "generator": "python -m peagle_nb.kernel_bench --batch-sizes 1 8",  # the command that wrote the file
+      "generator": "python -m peagle_nb.lab.benchmarks.kernel_bench --batch-sizes 1 8",  # what wrote the file
       "model": {"target": "...", "head": "..."},           # optional, free-form
       "notes": "...",                                     # optional
       "runs": [ {<one flat record per measured configuration>}, ... ]
@@ -77,7 +77,7 @@ def versions() -> dict[str, str | None]:
 
 def generator_command() -> str:
     """The command this process runs, as a user would type it: ``peagle-nb eval --sweep ...`` or
-    ``python -m peagle_nb.kernel_bench ...`` (recorded in every results file it writes)."""
+    ``python -m peagle_nb.lab.benchmarks.kernel_bench ...`` (recorded in every results file it writes)."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if spec is not None and spec.name:  # python -m package.module

@@ -8,8 +8,17 @@ import copy
 import pytest
 import torch
 
-from peagle_nb.domain_eval import (check_recomputes, evaluate_heads, flat_summary, greedy_runs, make_domain_shift_doc,
-                                   run_record, sampled_runs, summarize, summary_table)
+from peagle_nb.lab.benchmarks.domain_eval import (
+    check_recomputes,
+    evaluate_heads,
+    flat_summary,
+    greedy_runs,
+    make_domain_shift_doc,
+    run_record,
+    sampled_runs,
+    summarize,
+    summary_table,
+)
 from peagle_nb.engine.stats import StepStats
 
 

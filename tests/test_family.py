@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from peagle_nb.training import family
+from peagle_nb.lab.training_runs import family
 
 
 def _check_out(out, expected: set[str]) -> None:
@@ -25,7 +25,7 @@ def _check_out(out, expected: set[str]) -> None:
 
 @pytest.mark.slow
 def test_both_commands_end_to_end_at_smoke_size(tmp_path):
-    from peagle_nb.domain_eval import check_recomputes
+    from peagle_nb.lab.benchmarks.domain_eval import check_recomputes
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
     from peagle_nb.results import read_results

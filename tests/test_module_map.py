@@ -1,4 +1,4 @@
-"""docs/where_things_are.md is exactly what peagle_nb.notebook.module_map makes from the notebooks and the package,
+"""docs/where_things_are.md is exactly what peagle_nb.lab.notebooks.module_map makes from the notebooks and the package,
 and the import graph behind it resolves imports the way Python does."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from peagle_nb import paths
-from peagle_nb.notebook import module_map
+from peagle_nb.lab.notebooks import module_map
 from peagle_nb.notebook.series import SERIES
 
 KNOWN = {"peagle_nb", "peagle_nb.paths", "peagle_nb.engine", "peagle_nb.engine.decoder", "peagle_nb.serving",
@@ -21,7 +21,7 @@ def built():
 def test_docs_page_is_the_generated_one(built):
     page = (paths.repo_root() / module_map.PAGE).read_text(encoding="utf-8")
     assert page == module_map.markdown(built), (
-        "docs/where_things_are.md is stale: regenerate it with `python -m peagle_nb.notebook.module_map`")
+        "docs/where_things_are.md is stale: regenerate it with `python -m peagle_nb.lab.notebooks.module_map`")
     readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
     assert "(docs/where_things_are.md)" in readme
 

@@ -5,8 +5,10 @@ verification with KV-cache rollback, per-step statistics. Explained in notebooks
 - ``drafting``: ``ChainDrafter`` (K passes) and ``ParallelDrafter`` (one pass over mask slots);
 - ``verify``: greedy acceptance (``peagle_kernels.greedy_verify``) and rejection sampling;
 - ``decoder``: ``SpecDecoder.generate`` ties them together; ``stats``: what each step measured;
-- ``checks``: clear errors for mismatched heads, K, prompts; ``evaluate``: prompt sets and K sweeps;
-- ``bench``: drafting cost vs K in isolation; ``run_sweep``: the sweep behind data/results/engine_*.json.
+- ``checks``: clear errors for mismatched heads, K, prompts; ``evaluate``: prompt sets and K sweeps.
+
+The sweep behind data/results/engine_*.json and the drafting-cost harness live in the lab
+(``peagle_nb.lab.sweeps.engine_sweep``, ``peagle_nb.lab.benchmarks.drafting_cost``).
 """
 
 from peagle_nb.engine.checks import HeadMismatchError

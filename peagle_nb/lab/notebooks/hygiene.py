@@ -182,7 +182,7 @@ def check_notebook(path: str | Path) -> list[str]:
         problems.append(f"{path.name} cell {i}: decimal figure {fig} typed in markdown (...{context}...): print a "
                         "measured number from data (display(Markdown(...)) or a printed line); a published figure "
                         "must be in data/results/published.json, a stated constant in ALLOWED_FIGURES "
-                        "(peagle_nb/notebook/hygiene.py) with its reason")
+                        "(peagle_nb/lab/notebooks/hygiene.py) with its reason")
     late = smoke_read_before_import(nb)
     if late is not None:
         problems.append(f"{path.name} cell {late}: reads SMOKE before importing peagle_nb.notebook, which resolves "

@@ -19,7 +19,7 @@ One run records, on one machine and in one process:
 - ``summary``: best K per method and the P-EAGLE / EAGLE-3 ratio over sweeps (min / median / max).
 
 ``peagle-nb eval --sweep`` calls :func:`run`; on a machine without the CLI's extras (the GPU box):
-``python -m peagle_nb.engine.run_sweep --device cuda --out engine_h200.json``.
+``python -m peagle_nb.lab.sweeps.engine_sweep --device cuda --out engine_h200.json``.
 """
 
 from __future__ import annotations
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
     from peagle_nb.models.target import load_target
     from peagle_nb.prompts import load_prompts
 
-    p = argparse.ArgumentParser(prog="python -m peagle_nb.engine.run_sweep")
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.sweeps.engine_sweep")
     p.add_argument("--merge", nargs="+", default=None, metavar="PART",
                    help="write --out from parts recorded by earlier calls (no measurement)")
     p.add_argument("--device", default="cpu")

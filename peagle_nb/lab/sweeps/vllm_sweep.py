@@ -1,6 +1,6 @@
 """Measure none / EAGLE-3 / P-EAGLE in real vLLM (offline engine, in-process) over K and concurrency:
 outputs, acceptance from vLLM's own counters, latency from vLLM's per-request timestamps. Explained in
-notebook 05; ``python -m peagle_nb.serving.sweep`` writes ``data/results/vllm_cpu.json``.
+notebook 05; ``python -m peagle_nb.lab.sweeps.vllm_sweep`` writes ``data/results/vllm_cpu.json``.
 
 Concurrency c is closed-loop: the prompts go to the engine in groups of c that start together (every
 request makes exactly ``max_tokens`` tokens, ``ignore_eos``), so at most c sequences are in flight.

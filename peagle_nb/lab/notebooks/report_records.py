@@ -3,7 +3,7 @@
 Every ``record(...)`` call shows one such line under its cell: useful while a notebook runs, but in a report they
 outnumber the outputs a reader came for. :func:`fold_records` takes them out of the cells and
 :func:`records_html` shows them once per notebook behind a closed ``<details>`` toggle. Used by
-:mod:`peagle_nb.notebook.report`.
+:mod:`peagle_nb.lab.notebooks.report`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Write clean notebooks from Python: used to author the series and by tests to plant violations.
 
-    from peagle_nb.notebook.authoring import md, code, params, write_notebook
+    from peagle_nb.lab.notebooks.authoring import md, code, params, write_notebook
     write_notebook("notebooks/01_x.ipynb", [md("# Title"), params("SMOKE = False"), code("print(1)")])
 
 Produces nbformat 4.5 JSON with kernel ``python3``, no outputs, and stable cell ids, so the committed

@@ -304,7 +304,8 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m peagle_nb.kernel_bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.benchmarks.kernel_bench",
+                                description=__doc__.splitlines()[0])
     add_arguments(p)
     args = p.parse_args(argv)
     try:

@@ -7,8 +7,8 @@ as a ``<div>`` drawn by plotly.js, which is inlined ONCE from the installed plot
 network). Where kaleido and a Chromium are available (``make install`` provides both), each figure also
 gets a static PNG: shown inside its ``<div>`` until plotly.js draws over it, and added to the executed
 ``.ipynb`` beside the figure JSON so a code host shows it too. Formulas are pre-rendered to MathML
-(:mod:`~peagle_nb.notebook.report_math`), the ``[record]`` outputs are folded into one closed table per notebook
-(:mod:`~peagle_nb.notebook.report_records`) and printouts wrap at the page's width. ``peagle-nb run-notebooks``
+(:mod:`~peagle_nb.lab.notebooks.report_math`), the ``[record]`` outputs are folded into one closed table per notebook
+(:mod:`~peagle_nb.lab.notebooks.report_records`) and printouts wrap at the page's width. ``peagle-nb run-notebooks``
 calls this after the series ran. Explained in notebook 00.
 """
 
@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from peagle_nb.notebook.report_records import fold_records, records_html
+from peagle_nb.lab.notebooks.report_records import fold_records, records_html
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PNG_MIME = "image/png"
@@ -169,7 +169,7 @@ def _hanging_indents(body: str) -> str:
 def _body(nb: dict, tally) -> str:
     import nbformat
 
-    from peagle_nb.notebook.report_math import MathMLExporter
+    from peagle_nb.lab.notebooks.report_math import MathMLExporter
 
     exporter = MathMLExporter(tally, template_name="basic")
     body, _ = exporter.from_notebook_node(nbformat.reads(json.dumps(nb), as_version=4))  # joins line lists
@@ -198,7 +198,7 @@ def write_report(executed: Sequence[str | Path], out: str | Path, title: str = "
                     p.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         note = f"{made} static image(s) added to the figures" if not why else f"no static images: {why}"
         echo(f"report: {note}")
-    from peagle_nb.notebook.report_math import MathTally, converter_missing  # nbconvert: the notebooks extra
+    from peagle_nb.lab.notebooks.report_math import MathTally, converter_missing  # nbconvert: the notebooks extra
 
     tally = MathTally()
     sections, toc = [], []

@@ -2,7 +2,7 @@
 
 Every number below is copied from the text of a public source named beside it (figure captions and
 tables of the vLLM/AWS blog, the paper's abstract, the vLLM pull request, the Hugging Face model cards);
-nothing is read off a plot. ``python -m peagle_nb.compare.published_sources`` writes
+nothing is read off a plot. ``python -m peagle_nb.lab.records.published_sources`` writes
 ``data/results/published.json`` from these tables, and a test checks that the committed file is exactly
 what this module builds. Explained in notebook 07.
 
@@ -128,7 +128,7 @@ def build_published() -> dict:
         "schema": SCHEMA, "source": "published", "created": TRANSCRIBED,
         "machine": {"device": "published (see each record's hardware)"},
         "notes": ("Published numbers for P-EAGLE vs EAGLE-3, transcribed from the text of the sources named in "
-                  "each record's source_ref by peagle_nb/compare/published_sources.py; not measured by this "
+                  "each record's source_ref by peagle_nb/lab/records/published_sources.py; not measured by this "
                   "suite. tau = acceptance length, bonus token included (vLLM's convention). The blog's "
                   "Figures 1 and 4-6 also plot absolute tokens/s, drawn as bars only: not transcribed."),
         "runs": blog_runs() + other_runs(),
@@ -141,7 +141,7 @@ def dumps(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m peagle_nb.compare.published_sources",
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.records.published_sources",
                                 description="write data/results/published.json from the transcription tables")
     p.add_argument("--out", type=Path, default=paths.results_dir() / "published.json")
     args = p.parse_args(argv)

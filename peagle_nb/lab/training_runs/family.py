@@ -1,9 +1,9 @@
 """The model family on one GPU in two commands: the recipe that produced the shipped tiny models.
 Explained in notebook 08.
 
-    python -m peagle_nb.training.family target --out $OUT     # A: target runs side by side, the best kept (~5 min)
-    python -m peagle_nb.training.family heads --out $OUT      # B: drafter data + three heads side by side (~9 min)
-    python -m peagle_nb.training.family target --smoke --out DIR --work DIR2   # the same on a CPU, in ~1 minute
+    python -m peagle_nb.lab.training_runs.family target --out $OUT  # A: target runs side by side, best kept (~5 min)
+    python -m peagle_nb.lab.training_runs.family heads --out $OUT   # B: drafter data + three heads side by side, ~9 min
+    python -m peagle_nb.lab.training_runs.family target --smoke --out DIR --work DIR2  # the same on a CPU, ~1 minute
 
 Command A trains several targets at once (one process each, ``--runs`` gives their ``--steps``; the learning
 rate schedule follows whichever of steps and ``--time-budget-s`` runs out first), keeps the run with the lowest
@@ -13,7 +13,7 @@ Command B (after the kept target is in ``data/models/tiny-target``) builds the s
 (continuations sampled from the target at temperature 1), then trains three heads at once on it, each with the
 same step cap and wall-clock budget: EAGLE-3 (1 layer, training-time test), P-EAGLE (4 layers, COD) and
 P-EAGLE without the Japanese sequences; each measures its own acceptance; then every head is measured per
-domain, greedy and sampled (the domain-shift results file, ``peagle_nb.domain_eval``).
+domain, greedy and sampled (the domain-shift results file, ``peagle_nb.lab.benchmarks.domain_eval``).
 
 Both commands need only this repository, torch and transformers (no vLLM, no network), keep to a global
 deadline (``--deadline-s``: phases shrink or stop so the outputs are always written), and leave at most 8 files
@@ -37,8 +37,8 @@ from peagle_nb import paths
 
 MAX_OUT_FILE = 16 * 2**20  # what one returned file may weigh
 TARGET_NAME, HEAD_NAMES = "tiny-target", ("tiny-eagle3", "tiny-peagle", "tiny-peagle-no-ja")
-A_COMMAND = "python -m peagle_nb.training.family target --out $OUT"
-B_COMMAND = "python -m peagle_nb.training.family heads --out $OUT"
+A_COMMAND = "python -m peagle_nb.lab.training_runs.family target --out $OUT"
+B_COMMAND = "python -m peagle_nb.lab.training_runs.family heads --out $OUT"
 
 
 class Clock:
@@ -329,7 +329,8 @@ def annotate_heads(folder: Path, names: list[str], args: argparse.Namespace, ste
                 f"{steps} steps" + ("" if args.smoke else f" and {budget:.0f} s of training")
                 + f"; the whole command keeps to a {args.deadline_s:.0f} s deadline.")
         log.setdefault("notes", [])
-        log["notes"] = [n for n in log["notes"] if not n.startswith("Trained by `python -m peagle_nb.training.family")]
+        log["notes"] = [n for n in log["notes"]
+                        if not n.startswith("Trained by `python -m peagle_nb.lab.training_runs.family")]
         log["notes"].append(note)
         (folder / name / "training_log.json").write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
     for name in names:  # the P-EAGLE cards compare with the EAGLE-3 head beside them, now that it is measured
@@ -351,14 +352,14 @@ def measure_domain_shift(folder: Path, target: Path, names: list[str], args: arg
                          env: dict, logs: list[Path], out_file: Path) -> dict:
     """One process per head measures it on every prompt set (``evaluate`` subcommand); the records are merged
     into the domain-shift results file."""
-    from peagle_nb.domain_eval import make_domain_shift_doc
+    from peagle_nb.lab.benchmarks.domain_eval import make_domain_shift_doc
     from peagle_nb.results import write_results
 
     deadline = clock.left() - args.reserve_s
     procs = {}
     for name in names:
         logs.append(folder / f"evaluate-{name}.log")
-        procs[name] = spawn(["peagle_nb.training.family", "evaluate", "--target", str(target), "--head",
+        procs[name] = spawn(["peagle_nb.lab.training_runs.family", "evaluate", "--target", str(target), "--head",
                              str(folder / name), "--name", name.removeprefix("tiny-"),
                              "--out", str(folder / f"evaluate-{name}.json"),
                              "--deadline-s", f"{max(0.0, deadline - 20):.0f}",  # room for the configuration under way
@@ -387,7 +388,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     """One head on every held-out prompt set, greedy and sampled (a child of command B; also usable alone)."""
     import torch
 
-    from peagle_nb.domain_eval import evaluate_heads
+    from peagle_nb.lab.benchmarks.domain_eval import evaluate_heads
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
     from peagle_nb.training.drafter_eval import read_prompt_ids
@@ -409,7 +410,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
 def merge_command(args: argparse.Namespace) -> int:
     """Heads trained elsewhere (``NAME=DIR`` each, e.g. command B's or the trainers' own outputs): run ``evaluate``
     for each, one after another on this machine, and merge the records into the domain-shift results file."""
-    from peagle_nb.domain_eval import check_recomputes, make_domain_shift_doc
+    from peagle_nb.lab.benchmarks.domain_eval import check_recomputes, make_domain_shift_doc
     from peagle_nb.results import write_results
 
     pairs = [spec.split("=", 1) for spec in args.heads]
@@ -438,7 +439,8 @@ def merge_command(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m peagle_nb.training.family", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m peagle_nb.lab.training_runs.family",
+                                 description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     a = sub.add_parser("target", help="command A: train targets side by side, keep the best on validation")
     b = sub.add_parser("heads", help="command B: drafter data + EAGLE-3, P-EAGLE, P-EAGLE without Japanese")

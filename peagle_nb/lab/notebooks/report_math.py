@@ -4,7 +4,7 @@ nbconvert leaves ``$...$`` and ``$$...$$`` of markdown as raw LaTeX for a MathJa
 have. :class:`MathMLExporter` converts each one with ``latex2mathml`` (a pure-Python converter, installed by the
 ``notebooks`` extra) while the markdown is rendered, so code spans and escaped dollars stay untouched, exactly as
 JupyterLab reads them. A formula the converter cannot read stays visible as its LaTeX source, marked as such.
-Used by :mod:`peagle_nb.notebook.report`; explained in notebook 00.
+Used by :mod:`peagle_nb.lab.notebooks.report`; explained in notebook 00.
 """
 
 from __future__ import annotations

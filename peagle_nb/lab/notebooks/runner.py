@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from peagle_nb import paths, runtime_env
-from peagle_nb.notebook._execute_one import TIMEOUT_EXIT
+from peagle_nb.lab.notebooks._execute_one import TIMEOUT_EXIT
 from peagle_nb.notebook.record import read_records
 from peagle_nb.notebook.series import SERIES, NotebookSpec
 
@@ -88,7 +88,7 @@ def execute_notebook(
     env.setdefault("PEAGLE_NB_ROOT", str(paths.repo_root()))
     env["PEAGLE_NB_NOTEBOOK"] = src.name  # lets a kernel resolve SMOKE = None for this notebook (modes.py)
     env["PYTHONUNBUFFERED"] = "1"
-    cmd = [sys.executable, "-m", "peagle_nb.notebook._execute_one", str(src), str(dst), json.dumps(params),
+    cmd = [sys.executable, "-m", "peagle_nb.lab.notebooks._execute_one", str(src), str(dst), json.dumps(params),
            str(timeout_s)]
     log_path = out_dir / (src.stem + ".log")
     t0 = time.monotonic()
@@ -191,7 +191,7 @@ def run_series(
         "failed": [r.notebook for r in results if r.status != "ok"],
     }
     if report:
-        from peagle_nb.notebook.report import write_report
+        from peagle_nb.lab.notebooks.report import write_report
 
         executed = [Path(r.output_path) for r in results if Path(r.output_path).exists()]
         if executed:

@@ -1,7 +1,7 @@
 """The README's "What the suite measured" table, made from the results files in ``data/results/``.
 
-``python -m peagle_nb.results_table`` prints it; ``tests/test_results_table.py`` checks that the README holds
-exactly this table, so a re-recorded file cannot leave a stale number in the README. Each row names its file.
+``python -m peagle_nb.lab.records.results_table`` prints it; ``tests/test_results_table.py`` checks that the README
+holds exactly this table, so a re-recorded file cannot leave a stale number in the README. Each row names its file.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ first compiled call's time (tracing and code generation) is reported apart from 
 CPU the PyTorch path reads the attention extent on the host once per forward (no graph), so a compiled
 forward breaks its graph there and specialises on the cache length: a new length, a new compilation.
 
-``python -m peagle_nb.engine.lean.compile_check --out data/results/torch_compile_cpu.json``
+``python -m peagle_nb.lab.benchmarks.compile_check --out data/results/torch_compile_cpu.json``
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     from peagle_nb import paths, results
     from peagle_nb.models.target import load_target
 
-    p = argparse.ArgumentParser(prog="python -m peagle_nb.engine.lean.compile_check")
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.benchmarks.compile_check")
     p.add_argument("--out", default=None, help="results file (default: print only)")
     p.add_argument("--steps", type=int, default=24)
     p.add_argument("--threads", type=int, default=2)

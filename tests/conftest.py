@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import runtime_env
+from peagle_nb.machine import runtime_env
 
 runtime_env.apply_defaults()
 

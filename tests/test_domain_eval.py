@@ -24,7 +24,7 @@ from peagle_nb.engine.stats import StepStats
 
 @pytest.fixture(scope="module")
 def shipped():
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
     from peagle_nb.training.drafter_eval import read_prompt_ids

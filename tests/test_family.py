@@ -28,7 +28,7 @@ def test_both_commands_end_to_end_at_smoke_size(tmp_path):
     from peagle_nb.lab.benchmarks.domain_eval import check_recomputes
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
-    from peagle_nb.results import read_results
+    from peagle_nb.files.results import read_results
 
     out_a, out_b, work = tmp_path / "outA", tmp_path / "outB", tmp_path / "work"
     assert family.main(["target", "--smoke", "--out", str(out_a), "--work", str(work)]) == 0

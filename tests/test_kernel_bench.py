@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.lab.benchmarks.kernel_bench import DRAFT_INPUTS_SHAPES, GREEDY_VERIFY_TILES, summarize
-from peagle_nb.results import read_results
+from peagle_nb.files.results import read_results
 
 
 def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):

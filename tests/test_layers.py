@@ -105,11 +105,11 @@ def test_checker_catches_planted_violations():
     """Modules that exist only in memory: a core module importing the CLI, a kernel importing the package, and a
     relative import that resolves to an integration."""
     planted = [("peagle_nb._planted_core", "from peagle_nb.cli import main\n", False),
-               ("peagle_kernels._planted", "import peagle_nb.paths\n", False),
+               ("peagle_kernels._planted", "import peagle_nb.files.paths\n", False),
                ("peagle_nb.engine._planted", "from ..serving import server\n", False)]
     found = violations(planted)
     assert any("peagle_nb._planted_core (layer 2) imports peagle_nb.cli" in v for v in found)
-    assert any("peagle_kernels._planted imports peagle_nb.paths" in v for v in found)
+    assert any("peagle_kernels._planted imports peagle_nb.files.paths" in v for v in found)
     assert any("peagle_nb.engine._planted (layer 2) imports peagle_nb.serving" in v for v in found)
     assert violations([("peagle_nb.cli._planted", "from peagle_nb.engine import SpecDecoder\n", False)]) == []
 
@@ -169,3 +169,68 @@ def test_every_listed_layer_exists():
         top, *rest = prefix.split(".")
         path = REPO.joinpath("kernels" if top == "peagle_kernels" else top, *rest)
         assert path.is_dir() or path.with_suffix(".py").is_file(), f"LAYERS names {prefix}, which does not exist"
+
+
+def import_cycles(modules: dict) -> list[list[str]]:
+    """The import cycles among ``modules`` (name -> ``module_map.Module``): each strongly connected group of two or
+    more modules, sorted. An edge is any import statement, inside a function too (it runs when the function is
+    called); ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``."""
+    from peagle_nb.lab.notebooks.module_map import imported_modules
+
+    edges = {m.name: sorted(imported_modules(m.source, m.name, m.is_package, modules) - {m.name})
+             for m in modules.values()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for name in sorted(edges):
+        if name not in index:
+            visit(name)
+    return sorted(cycles)
+
+
+def test_no_import_cycles():
+    from peagle_nb.lab.notebooks.module_map import package_modules
+
+    assert import_cycles(package_modules(REPO)) == []
+
+
+def test_cycle_finder_catches_planted_cycles():
+    """In memory: two modules that import each other, one of them only inside a function, and a cycle of three
+    closed by a relative import; an acyclic pair has none."""
+    from peagle_nb.lab.notebooks.module_map import Module
+
+    def mods(*specs):
+        return {name: Module(name, source, False) for name, source in specs}
+
+    pair = mods(("peagle_nb.models.a", "from peagle_nb.models import b\n"),
+                ("peagle_nb.models.b", "def f():\n    from peagle_nb.models.a import g\n"))
+    assert import_cycles(pair) == [["peagle_nb.models.a", "peagle_nb.models.b"]]
+    three = mods(("peagle_nb.x.a", "import peagle_nb.x.b\n"), ("peagle_nb.x.b", "import peagle_nb.y.c\n"),
+                 ("peagle_nb.y.c", "from ..x import a\n"))
+    assert import_cycles(three) == [["peagle_nb.x.a", "peagle_nb.x.b", "peagle_nb.y.c"]]
+    assert import_cycles(mods(("peagle_nb.models.a", "from peagle_nb.models import b\n"),
+                              ("peagle_nb.models.b", "import torch\n"))) == []
+
+
+def test_no_module_at_the_top_level():
+    """Every module lives in a subpackage that names its job; the top level holds only the package's __init__."""
+    flat = sorted(p.name for p in (REPO / "peagle_nb").glob("*.py") if p.name != "__init__.py")
+    assert flat == [], f"move these into a subpackage (models, text, analysis, files, machine, lab, ...): {flat}"

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.lab.notebooks import module_map
 from peagle_nb.notebook.series import SERIES
 
-KNOWN = {"peagle_nb", "peagle_nb.paths", "peagle_nb.engine", "peagle_nb.engine.decoder", "peagle_nb.serving",
+KNOWN = {"peagle_nb", "peagle_nb.files.paths", "peagle_nb.engine", "peagle_nb.engine.decoder", "peagle_nb.serving",
          "peagle_nb.serving.server", "peagle_kernels", "peagle_kernels.greedy_verify"}
 
 
@@ -27,7 +27,7 @@ def test_docs_page_is_the_generated_one(built):
 
 
 @pytest.mark.parametrize("source,expected", [
-    ("from peagle_nb import paths\n", {"peagle_nb.paths"}),  # a module, not the package around it
+    ("from peagle_nb.files import paths\n", {"peagle_nb.files.paths"}),  # a module, not the package around it
     ("from peagle_nb.engine import SpecDecoder\n", {"peagle_nb.engine"}),  # a name: the package's __init__
     ("import peagle_kernels.greedy_verify as gv\nimport numpy\n", {"peagle_kernels.greedy_verify"}),
     ("def f():\n    from peagle_nb.engine.decoder import SpecDecoder\n", {"peagle_nb.engine.decoder"}),
@@ -40,11 +40,11 @@ def test_imports_resolve_to_modules(source, expected):
 def test_notebook_magics_do_not_break_parsing(tmp_path):
     nb = {"cells": [{"cell_type": "markdown", "source": "import peagle_nb.serving"},
                     {"cell_type": "code", "source": ["%matplotlib inline\n", "!pip list\n",
-                                                     "from peagle_nb import paths\n"]}]}
+                                                     "from peagle_nb.files import paths\n"]}]}
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
     code = module_map.notebook_code(path)
-    assert module_map.imported_modules(code, "__notebook__", False, KNOWN) == {"peagle_nb.paths"}
+    assert module_map.imported_modules(code, "__notebook__", False, KNOWN) == {"peagle_nb.files.paths"}
 
 
 def test_docstrings_name_notebooks_with_ranges_and_lists():

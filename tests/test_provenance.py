@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import paths, results
+from peagle_nb.files import paths, results
 
 RESULTS = sorted(p.name for p in paths.results_dir().glob("*.json"))
 MEASURED = [name for name in RESULTS if name != "published.json"]
@@ -77,7 +77,7 @@ def test_published_numbers_name_their_source():
 
 # ---------------------------------------------------------------------------------------------- engine
 def _engine_file_recomputes(doc: dict) -> None:
-    from peagle_nb import metrics
+    from peagle_nb.analysis import metrics
     from peagle_nb.engine.evaluate import spread, summarize_sweep
 
     for run in doc["runs"]:

@@ -1,7 +1,7 @@
 """The README's "What the suite measured" table is exactly what peagle_nb.lab.records.results_table makes from the
 results files."""
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.lab.records.results_table import markdown, rows
 
 

@@ -117,7 +117,7 @@ def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
 
 
 def _caps(**changes):
-    from peagle_nb.capabilities import detect
+    from peagle_nb.machine.capabilities import detect
 
     caps = detect()
     for k, v in changes.items():

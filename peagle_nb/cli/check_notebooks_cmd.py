@@ -10,7 +10,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.lab.notebooks.hygiene import check_notebook, check_series
 
     targets = [Path(p) for p in args.paths] or sorted(paths.notebooks_dir().glob("*.ipynb"))

@@ -60,7 +60,7 @@ def _device(name: str) -> str:
 
 
 def run(args) -> int:
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.engine import evaluate, load_prompts
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare.acceptance import AcceptanceCurve, curve_through
 from peagle_nb.compare.data import load_results, runs_of, select
 from peagle_nb.compare.fitting import Fit, least_squares

@@ -14,7 +14,7 @@ The sweep behind data/results/engine_*.json and the drafting-cost harness live i
 from peagle_nb.engine.checks import HeadMismatchError
 from peagle_nb.engine.decoder import SpecDecoder
 from peagle_nb.engine.evaluate import best_k, evaluate, sweep
-from peagle_nb.prompts import load_prompts
+from peagle_nb.text.prompts import load_prompts
 from peagle_nb.engine.stats import GenerationResult, StepStats
 
 __all__ = ["GenerationResult", "HeadMismatchError", "SpecDecoder", "StepStats", "best_k", "evaluate",

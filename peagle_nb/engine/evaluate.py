@@ -1,11 +1,11 @@
 """Measure a decoding method over a prompt set: tau, per-position acceptance, speed with its spread, losslessness.
 
 ``evaluate`` is what ``peagle-nb eval --json`` prints; ``sweep`` runs none / EAGLE-3 / P-EAGLE over K = 1..10
-and returns run records for ``peagle_nb.results`` (data/results/engine_*.json). Both run the lean engine by
+and returns run records for ``peagle_nb.files.results`` (data/results/engine_*.json). Both run the lean engine by
 default (``engine="reference"``: the readable ``transformers`` path). Explained in notebooks 01-03.
 
 Acceptance comes with the text it was measured on: ``repetition_fraction`` (generated tokens inside a repeated
-8-gram, ``peagle_nb.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
+8-gram, ``peagle_nb.analysis.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
 steps that draft a repeat (a small model's loops are copied almost perfectly and inflate tau).
 
 Timing: a configuration runs its whole prompt set ``repeats`` times (after a short warm-up generation of every
@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Sequence
 
-from peagle_nb import metrics, repetition
+from peagle_nb.analysis import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
 
 ENGINES = ("lean", "reference")
@@ -213,7 +213,7 @@ def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: 
 
     The sweeps are independent passes over every configuration (decoders, and so captured graphs, are made once
     and reused), so the spread between them is the run-to-run noise of a best-K ratio. Returns flat run records
-    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.results.make_results``. Past ``deadline`` (a
+    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.files.results.make_results``. Past ``deadline`` (a
     ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run). ``decoders``: {(method, k):
     decoder} made by the caller (to reuse them afterwards); missing ones are made here.
     """
@@ -350,8 +350,8 @@ def sweep_to_results(target, tokenizer, heads: dict, prompt_sets: dict, ks=range
                      progress=None, notes: str | None = None, draft_cost: list[dict] | None = None,
                      deadline: float | None = None, repeats: int = 1, engine: str = "lean", sweeps: int = 1,
                      temperature: float = 0.0, decoders: dict | None = None) -> dict:
-    """Run :func:`sweep` and wrap it as a ``peagle_nb.results`` document (plus a ``summary`` object)."""
-    from peagle_nb import results
+    """Run :func:`sweep` and wrap it as a ``peagle_nb.files.results`` document (plus a ``summary`` object)."""
+    from peagle_nb.files import results
 
     runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, temperature, progress=progress,
                  deadline=deadline, repeats=repeats, engine=engine, sweeps=sweeps, decoders=decoders)

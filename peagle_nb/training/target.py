@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from peagle_nb import paths
-from peagle_nb.corpus import DOMAINS, load_documents
+from peagle_nb.files import paths
+from peagle_nb.text.corpus import DOMAINS, load_documents
 from peagle_nb.models.target import DEFAULT_ARCH, aux_layer_ids, load_target, make_config, save_target
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
 from peagle_nb.training.runtime import resolve_device

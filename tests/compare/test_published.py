@@ -2,7 +2,7 @@
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare import published as pub
 from peagle_nb.lab.records import published_sources as src
 from peagle_nb.compare.data import runs_of, select

@@ -70,7 +70,7 @@ def measure(target, steps: int = 24, start: int = 64, threads: int | None = None
 
 
 def main(argv=None) -> int:
-    from peagle_nb import paths, results
+    from peagle_nb.files import paths, results
     from peagle_nb.models.target import load_target
 
     p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.benchmarks.compile_check")

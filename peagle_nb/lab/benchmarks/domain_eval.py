@@ -1,6 +1,6 @@
 """Drafting acceptance per domain, greedy and sampled at temperature 1, each with the repetition fraction of the
-text it was measured on and the fresh-vs-repeated split (``peagle_nb.repetition``); and the domain-shift results
-file (a head trained without a domain vs the shipped head on that domain's prompts). Explained in notebook 08.
+text it was measured on and the fresh-vs-repeated split (``peagle_nb.analysis.repetition``); and the domain-shift
+results file (a head trained without a domain vs the shipped head on that domain's prompts). Explained in notebook 08.
 
 - Greedy: the target's greedy continuation of each prompt, every anchor's K drafts in one teacher-forced
   pass, and the literal draft-verify walk over it (``training.drafter_eval``: the same numbers as a greedy
@@ -9,7 +9,7 @@ file (a head trained without a domain vs the shipped head on that domain's promp
   one seed per repetition (seed ``s`` decodes prompt ``i`` with seed ``s * 1000 + i``); its output follows
   the target's own distribution, so its acceptance is what a user sampling at T=1 gets.
 
-Each measured configuration is one flat run record (``peagle_nb.results`` format) that keeps its raw
+Each measured configuration is one flat run record (``peagle_nb.files.results`` format) that keeps its raw
 per-prompt data (accepted drafts and the fresh/repeated class of every step, generated and repeated token
 counts), so :func:`record_from_raw` recomputes every summary number from the file itself.
 """
@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from peagle_nb import results
-from peagle_nb.repetition import MIN_REPEAT, acceptance, aggregate_seeds, repeated_mask, step_starts
+from peagle_nb.files import results
+from peagle_nb.analysis.repetition import MIN_REPEAT, acceptance, aggregate_seeds, repeated_mask, step_starts
 
 DOMAIN_SHIFT_FILE = ("domain_shift", "domain_shift.json")  # under data/results/
 SEED_STRIDE = 1000
@@ -189,7 +189,7 @@ def summarize(records: Sequence[Mapping]) -> dict:
 
 
 def make_domain_shift_doc(records: Sequence[Mapping], heads_info: Mapping, notes: str) -> dict:
-    """The results document (``peagle_nb.results`` format, source "engine") with a ``summary`` object."""
+    """The results document (``peagle_nb.files.results`` format, source "engine") with a ``summary`` object."""
     doc = results.make_results("engine", [dict(r) for r in records], model={"heads": dict(heads_info)}, notes=notes)
     doc["kind"] = "domain_shift"
     doc["summary"] = summarize(records)

@@ -277,8 +277,8 @@ def write_kernel_results(path: str | Path | None = None, **kwargs) -> tuple[Path
     """Run everything and write the results file; default path ``data/results/kernels_<device>.json``."""
     import torch
 
-    from peagle_nb import paths
-    from peagle_nb.results import make_results, write_results
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import make_results, write_results
 
     runs = run_benchmarks(**kwargs)
     device = kwargs.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -335,7 +335,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]:
     """The results file ``--repeat-into`` names, read and checked before any benchmark runs: it must exist, be a
     kernels results file and come from this kind of device."""
-    from peagle_nb.results import machine_info, read_results
+    from peagle_nb.files.results import machine_info, read_results
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"--repeat-into {path}: no such file. Fix: name the results file of an earlier "
@@ -354,7 +354,7 @@ def check_repeat_target(path: Path, device: str | None = None) -> dict[str, Any]
 def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """Store ``doc`` (runs, summary, machine, versions, generator) in the results file ``path`` as its
     ``repeat`` (same device required)."""
-    from peagle_nb.results import write_results
+    from peagle_nb.files.results import write_results
 
     first = check_repeat_target(path, doc["machine"].get("device"))
     first["repeat"] = {"created": doc["created"], "what": "the same benchmark run again right after, in a new "
@@ -367,7 +367,7 @@ def attach_repeat(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
 
 def run(args) -> int:
     if args.repeat_into is not None:
-        from peagle_nb.results import make_results
+        from peagle_nb.files.results import make_results
 
         check_repeat_target(args.repeat_into)  # before minutes of benchmarks, not after
 

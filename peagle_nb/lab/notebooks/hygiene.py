@@ -25,7 +25,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.notebook.series import SERIES
 
 ALLOWED_NOTEBOOK_METADATA = {"kernelspec", "language_info"}

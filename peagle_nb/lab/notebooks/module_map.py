@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.notebook.series import SERIES
 
 PAGE = Path("docs") / "where_things_are.md"

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from peagle_nb import paths, runtime_env
+from peagle_nb.files import paths
+from peagle_nb.machine import runtime_env
 from peagle_nb.lab.notebooks._execute_one import TIMEOUT_EXIT
 from peagle_nb.notebook.record import read_records
 from peagle_nb.notebook.series import SERIES, NotebookSpec
@@ -161,7 +162,7 @@ def run_series(
     ``smoke=None`` runs each notebook in the mode :func:`peagle_nb.notebook.modes.decide_smoke` picks for
     this machine (what ``peagle-nb env`` shows); ``True`` / ``False`` force smoke / full everywhere.
     """
-    from peagle_nb.capabilities import detect
+    from peagle_nb.machine.capabilities import detect
     from peagle_nb.notebook.modes import decide_smoke
 
     caps = detect()

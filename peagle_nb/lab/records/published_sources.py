@@ -16,9 +16,9 @@ import argparse
 import json
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.models.public_heads import PUBLIC_PEAGLE_HEADS
-from peagle_nb.results import SCHEMA, validate
+from peagle_nb.files.results import SCHEMA, validate
 
 TRANSCRIBED = "2026-12-03T00:00:00Z"
 
@@ -123,7 +123,7 @@ def other_runs() -> list[dict]:
 
 
 def build_published() -> dict:
-    """The ``published.json`` document (schema of ``peagle_nb/results.py``)."""
+    """The ``published.json`` document (schema of ``peagle_nb/files/results.py``)."""
     doc = {
         "schema": SCHEMA, "source": "published", "created": TRANSCRIBED,
         "machine": {"device": "published (see each record's hardware)"},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 SETS = ("prose", "code", "ja")
 
@@ -98,7 +98,7 @@ def _h200_sampled_rows(h200: dict) -> list[tuple[str, str, str, str]]:
     """The sampled regime: phases before and after fusion, TPOT and end-to-end speed, TTFT, long outputs."""
     out, src = [], "`engine_h200.json`"
     if h200.get("sampler_comparison"):
-        from peagle_nb.step_phases import sampled_phase_rows
+        from peagle_nb.analysis.step_phases import sampled_phase_rows
 
         k = max(r["k"] for r in h200["sampler_comparison"] if r["method"] == "peagle")
         over = {(r["mode"], r["key"]): r["over_greedy"] for r in sampled_phase_rows(h200["phases"],
@@ -135,7 +135,7 @@ def _h200_sampled_rows(h200: dict) -> list[tuple[str, str, str, str]]:
                       for m in ("peagle", "eagle3")), src))
     reg = _regime(h200, 1.0, 512)
     if reg:
-        from peagle_nb.metrics import tau_by_output_position
+        from peagle_nb.analysis.metrics import tau_by_output_position
 
         def split(method: str) -> str:
             cells = []
@@ -248,7 +248,7 @@ def reading() -> str:
     h200 = _load("engine_h200.json")
     if not h200 or "sampler_comparison" not in h200:
         return ""
-    from peagle_nb.step_phases import regime_rows, sampled_phase_rows, tau_before_after
+    from peagle_nb.analysis.step_phases import regime_rows, sampled_phase_rows, tau_before_after
 
     ph = {(p["method"], p["k"]): p for p in h200["phases"] if p.get("mode", "greedy") == "greedy"}
     plain = ph[("none", 0)]["plain_ms"]

@@ -239,7 +239,7 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
     ``sections`` picks the parts other than the sweep ("all", or any of
     "equality", "engines", "phases", "samplers", "builder", "profile", "kernels", "prefill")."""
     from peagle_nb.engine.evaluate import make_decoder
-    from peagle_nb.results import make_results, validate, write_results
+    from peagle_nb.files.results import make_results, validate, write_results
 
     lengths = list(lengths or [max_new_tokens])
     temperatures = list(temperatures if temperatures is not None else [temperature])
@@ -322,7 +322,7 @@ def merge_parts(docs: list[dict]) -> dict:
     order they were recorded: the regimes of every part, sorted by (temperature, length), and every other section,
     a later part's replacing an earlier one's (a part re-records what changed since); ``runs`` /
     ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
-    from peagle_nb.results import validate
+    from peagle_nb.files.results import validate
 
     if not docs:
         raise ValueError("nothing to merge: give the parts' results files")
@@ -352,10 +352,10 @@ def merge_parts(docs: list[dict]) -> dict:
 def main(argv=None) -> int:
     import torch
 
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
-    from peagle_nb.prompts import load_prompts
+    from peagle_nb.text.prompts import load_prompts
 
     p = argparse.ArgumentParser(prog="python -m peagle_nb.lab.sweeps.engine_sweep")
     p.add_argument("--merge", nargs="+", default=None, metavar="PART",
@@ -388,7 +388,7 @@ def main(argv=None) -> int:
     if a.merge:
         import json
 
-        from peagle_nb.results import generator_command, write_results
+        from peagle_nb.files.results import generator_command, write_results
 
         doc = merge_parts([json.loads(Path(f).read_text()) for f in a.merge])
         doc["generator"] = generator_command()

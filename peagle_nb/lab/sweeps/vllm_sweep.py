@@ -283,8 +283,8 @@ def recompare(path: str, target: str, heads: dict[str, str]) -> int:
     recorded) and note the command in the file."""
     from transformers import AutoTokenizer
 
-    from peagle_nb import paths, results
-    from peagle_nb.prompts import load_prompts
+    from peagle_nb.files import paths, results
+    from peagle_nb.text.prompts import load_prompts
 
     doc = results.read_results(path)
     tok = AutoTokenizer.from_pretrained(target)
@@ -303,8 +303,8 @@ def recompare(path: str, target: str, heads: dict[str, str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from peagle_nb import paths, results
-    from peagle_nb.prompts import load_prompts
+    from peagle_nb.files import paths, results
+    from peagle_nb.text.prompts import load_prompts
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default=str(paths.models_dir() / "tiny-target"))

@@ -33,7 +33,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 MAX_OUT_FILE = 16 * 2**20  # what one returned file may weigh
 TARGET_NAME, HEAD_NAMES = "tiny-target", ("tiny-eagle3", "tiny-peagle", "tiny-peagle-no-ja")
@@ -224,7 +224,7 @@ def add_continuations(folder: Path, args: argparse.Namespace, clock: Clock) -> N
     import torch
 
     from peagle_nb.models.target import load_target
-    from peagle_nb.prompts import load_prompts
+    from peagle_nb.text.prompts import load_prompts
     from peagle_nb.training.target import write_card
     from peagle_nb.training.target_eval import continuation_report
 
@@ -353,7 +353,7 @@ def measure_domain_shift(folder: Path, target: Path, names: list[str], args: arg
     """One process per head measures it on every prompt set (``evaluate`` subcommand); the records are merged
     into the domain-shift results file."""
     from peagle_nb.lab.benchmarks.domain_eval import make_domain_shift_doc
-    from peagle_nb.results import write_results
+    from peagle_nb.files.results import write_results
 
     deadline = clock.left() - args.reserve_s
     procs = {}
@@ -411,7 +411,7 @@ def merge_command(args: argparse.Namespace) -> int:
     """Heads trained elsewhere (``NAME=DIR`` each, e.g. command B's or the trainers' own outputs): run ``evaluate``
     for each, one after another on this machine, and merge the records into the domain-shift results file."""
     from peagle_nb.lab.benchmarks.domain_eval import check_recomputes, make_domain_shift_doc
-    from peagle_nb.results import write_results
+    from peagle_nb.files.results import write_results
 
     pairs = [spec.split("=", 1) for spec in args.heads]
     if any(len(p) != 2 for p in pairs):

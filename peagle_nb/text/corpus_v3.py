@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 DOMAINS = ("prose", "code", "ja")
 SPLITS = ("train", "validation", "heldout", "reserved")
@@ -132,7 +132,7 @@ def carry_groups(manifest: dict | None = None, limit_bytes: int = 15 * 2**20,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m peagle_nb.corpus_v3``: verify the shards and print the totals;
+    """``python -m peagle_nb.text.corpus_v3``: verify the shards and print the totals;
     ``--carry-plan``: print the groups of shard paths to carry, one group per call."""
     import argparse
 

@@ -7,7 +7,7 @@ load. The manifest lists every file a loader reads (all but the model card ``REA
 about to read and names the first one that differs, and how to get it back. A folder without a manifest (a
 user's own export) loads unchecked. After retraining, regenerate the manifests with::
 
-    python -m peagle_nb.checksums data/models/tiny-target data/models/tiny-eagle3 data/models/tiny-peagle
+    python -m peagle_nb.models.checksums data/models/tiny-target data/models/tiny-eagle3 data/models/tiny-peagle
 
 Explained in notebook 05 (the head folder's layout).
 """
@@ -43,7 +43,7 @@ def write_manifest(folder: str | Path) -> Path:
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name not in NOT_LISTED)
     if not files:
         raise FileNotFoundError(f"{folder}: no files to list. Fix: point at a model folder.")
-    manifest = {"algorithm": "sha256", "generator": "python -m peagle_nb.checksums",
+    manifest = {"algorithm": "sha256", "generator": "python -m peagle_nb.models.checksums",
                 "files": {p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in files}}
     path = folder / MANIFEST
     path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -60,7 +60,7 @@ def read_manifest(folder: str | Path) -> dict | None:
         files = manifest["files"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ChecksumError(f"{path} is not a checksum manifest ({type(exc).__name__}: {exc}). Fix: restore it "
-                            f"(`git checkout -- {path}`), or regenerate it with `python -m peagle_nb.checksums "
+                            f"(`git checkout -- {path}`), or regenerate it with `python -m peagle_nb.models.checksums "
                             f"{Path(folder)}` if the folder's files are the ones you want.") from None
     return {"files": files}
 
@@ -75,7 +75,7 @@ def verify_folder(folder: str | Path, names: list[str] | None = None) -> bool:
     listed = manifest["files"]
     fix = (f"Fix: restore the shipped file (`git checkout -- {folder}`, or `git lfs pull` if the clone holds LFS "
            f"pointers), or retrain the model; if you changed the folder on purpose, regenerate its manifest with "
-           f"`python -m peagle_nb.checksums {folder}`.")
+           f"`python -m peagle_nb.models.checksums {folder}`.")
     for name in names if names is not None else sorted(listed):
         path = folder / name
         want = listed.get(name)
@@ -93,7 +93,7 @@ def verify_folder(folder: str | Path, names: list[str] | None = None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m peagle_nb.checksums",
+    p = argparse.ArgumentParser(prog="python -m peagle_nb.models.checksums",
                                 description="regenerate (or, with --check, verify) model folders' checksums.json")
     p.add_argument("folders", nargs="+", type=Path)
     p.add_argument("--check", action="store_true", help="verify instead of writing")

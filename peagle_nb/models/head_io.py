@@ -1,22 +1,23 @@
-"""A ``DraftHead`` to and from a head folder in vLLM's layout (``peagle_nb.checkpoint`` describes and
+"""A ``DraftHead`` to and from a head folder in vLLM's layout (``peagle_nb.models.checkpoint`` describes and
 validates the folder). Explained in notebooks 02 (loading) and 05 (the exported layout).
 
 Three mappings live here: ``DraftHeadConfig`` <-> ``config.json`` (vLLM's ``LlamaForCausalLMEagle3``
 fields plus the suite's own ``peagle_nb_kind`` / ``peagle_trained_k`` / ``eagle3_ttt_steps``), module
 names <-> checkpoint names (layer 0 is ``midlayer.*`` in the file, ``layers.0.*`` in the module tree), and
 the tensors themselves (bf16 weights, ``d2t`` int64, ``t2d`` bool).
+
+This module sits below ``peagle_nb.models.heads`` and never imports it: it reads a head and its config through
+their attributes, and hands ``heads`` the fields and the state dict from which ``heads.load_head`` builds one.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
+from torch import nn
 
-from peagle_nb import checkpoint
-
-if TYPE_CHECKING:  # the modules import this file to re-export export_head / load_head
-    from peagle_nb.models.heads import DraftHead, DraftHeadConfig
+from peagle_nb.models import checkpoint
 
 # config.json keys that DraftHeadConfig's fields (or vLLM's fixed choices) account for; any other key is
 # kept in ``DraftHeadConfig.extra`` and written back unchanged.
@@ -28,8 +29,8 @@ _KNOWN_KEYS = {"architectures", "model_type", "hidden_size", "intermediate_size"
                "eagle3_ttt_steps", "torch_dtype"}
 
 
-def config_to_json(cfg: DraftHeadConfig) -> dict:
-    """The head's ``config.json`` as vLLM's ``LlamaForCausalLMEagle3`` reads it."""
+def config_to_json(cfg: Any) -> dict:
+    """The head's ``config.json`` (from its ``DraftHeadConfig``) as vLLM's ``LlamaForCausalLMEagle3`` reads it."""
     out = {
         **cfg.extra,
         "architectures": [checkpoint.ARCHITECTURE],
@@ -64,10 +65,9 @@ def config_to_json(cfg: DraftHeadConfig) -> dict:
     return out
 
 
-def config_from_json(config: dict) -> DraftHeadConfig:
-    """Inverse of :func:`config_to_json` (also reads heads exported by other tools)."""
-    from peagle_nb.models.heads import DraftHeadConfig
-
+def config_fields(config: dict) -> dict[str, Any]:
+    """The ``DraftHeadConfig`` fields of a ``config.json``: the inverse of :func:`config_to_json` (also reads heads
+    exported by other tools); ``heads.config_from_json`` makes the config of them."""
     cfg = dict(config)
     eagle = cfg.get("eagle_config") or {}
     mask_id = checkpoint.mask_token_id(cfg)
@@ -77,7 +77,7 @@ def config_from_json(config: dict) -> DraftHeadConfig:
     heads = int(cfg["num_attention_heads"])
     if int(cfg.get("head_dim", hidden // heads)) != hidden // heads:
         raise ValueError(f"head_dim {cfg['head_dim']} != hidden_size / num_attention_heads is not supported")
-    return DraftHeadConfig(
+    return dict(
         kind=kind,
         hidden_size=hidden,
         intermediate_size=int(cfg["intermediate_size"]),
@@ -108,7 +108,7 @@ def module_name(name: str) -> str:
     return "layers.0." + name[len("midlayer."):] if name.startswith("midlayer.") else name
 
 
-def head_tensors(head: DraftHead, dtype: torch.dtype = torch.bfloat16) -> dict[str, torch.Tensor]:
+def head_tensors(head: nn.Module, dtype: torch.dtype = torch.bfloat16) -> dict[str, torch.Tensor]:
     """The head's tensors under vLLM's names (float weights cast to ``dtype``; d2t int64, t2d bool)."""
     out = {}
     for name, t in head.state_dict().items():
@@ -119,24 +119,20 @@ def head_tensors(head: DraftHead, dtype: torch.dtype = torch.bfloat16) -> dict[s
     return out
 
 
-def export_head(head: DraftHead, path):
+def export_head(head: nn.Module, path):
     """Write ``head`` in vLLM's EAGLE-3 / P-EAGLE layout, weights in bf16 (validated by
-    ``peagle_nb.checkpoint.write_head``)."""
+    ``peagle_nb.models.checkpoint.write_head``)."""
     cfg = config_to_json(head.config)
     cfg["torch_dtype"] = "bfloat16"
     return checkpoint.write_head(path, cfg, head_tensors(head, torch.bfloat16))
 
 
-def head_from_tensors(config: dict, tensors: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32,
-                      device="cpu", target=None) -> DraftHead:
-    """Build a head from a checkpoint's ``(config, tensors)``. Absent ``d2t``/``t2d`` mean the identity
+def state_from_tensors(cfg: Any, own: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor],
+                       target=None) -> dict[str, torch.Tensor]:
+    """The state dict of a head whose config is ``cfg`` and whose own (freshly initialised) state dict is ``own``,
+    from a checkpoint's ``tensors``, each cast to its parameter's dtype. Absent ``d2t``/``t2d`` mean the identity
     (full draft vocabulary); an EAGLE-3 head without ``embed_tokens`` shares the target's (pass ``target``)."""
-    from peagle_nb.models.heads import DraftHead
-
-    cfg = config_from_json(config)
-    head = DraftHead(cfg)
     state = {module_name(k): v for k, v in tensors.items()}
-    own = head.state_dict()
     if cfg.draft_vocab_size == cfg.vocab_size:
         state.setdefault("d2t", own["d2t"])
         state.setdefault("t2d", own["t2d"])
@@ -150,12 +146,4 @@ def head_from_tensors(config: dict, tensors: dict[str, torch.Tensor], dtype: tor
     if missing or unexpected:
         raise ValueError(f"head tensors do not match its config: missing {[checkpoint_name(m) for m in missing]}, "
                          f"unexpected {[checkpoint_name(u) for u in unexpected]}")
-    head.load_state_dict({k: v.to(own[k].dtype) for k, v in state.items()})
-    return head.to(device=device, dtype=dtype).eval()
-
-
-def load_head(path, dtype: torch.dtype = torch.float32, device="cpu", target=None) -> DraftHead:
-    """Read a head folder (``peagle_nb.checkpoint.read_head`` validates names and shapes). Explained in
-    notebook 02; the exported layout in notebook 05."""
-    config, tensors = checkpoint.read_head(path)
-    return head_from_tensors(config, tensors, dtype=dtype, device=device, target=target)
+    return {k: v.to(own[k].dtype) for k, v in state.items()}

@@ -91,7 +91,7 @@ def _dims(config: Mapping[str, Any]) -> dict[str, int]:
     missing = [k for k in _REQUIRED_CONFIG if config.get(k) is None]
     if missing:
         raise HeadCheckpointError(f"config.json: missing field(s) {missing}. Fix: write the head's LlamaConfig "
-                                  f"fields (see peagle_nb.checkpoint's docstring).")
+                                  f"fields (see peagle_nb.models.checkpoint's docstring).")
     h = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
     kv = int(config.get("num_key_value_heads") or heads)
@@ -214,8 +214,8 @@ def validate_tensors(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> N
         problems.append(f"wrong shape {wrong}")
     if problems:
         raise HeadCheckpointError(f"{head_kind(config)} head tensors do not match config.json: " + "; ".join(problems)
-                                  + ". Fix: export with peagle_nb.checkpoint.write_head from a model whose sizes "
-                                    "match its config.")
+                                  + ". Fix: export with peagle_nb.models.checkpoint.write_head from a model whose "
+                                    "sizes match its config.")
 
 
 # ------------------------------------------------------------------------------------------------- files
@@ -263,7 +263,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
     cfg = path / CONFIG_FILE
     if not cfg.is_file():
         raise HeadCheckpointError(f"{path}: no {CONFIG_FILE}. Fix: point at a head folder written by "
-                                  f"peagle_nb.checkpoint.write_head (or `peagle-nb train` / export_head).")
+                                  f"peagle_nb.models.checkpoint.write_head (or `peagle-nb train` / export_head).")
     try:
         return json.loads(cfg.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -272,7 +272,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 def verify_checksums(folder: str | Path, names: list[str] | None = None) -> None:
     """The folder's files against its ``checksums.json`` (shipped folders carry one; a folder without it passes)."""
-    from peagle_nb import checksums
+    from peagle_nb.models import checksums
 
     try:
         checksums.verify_folder(folder, names)

@@ -5,7 +5,7 @@
 - :func:`find_loop`: a prompt whose greedy continuation repeats itself;
 - :func:`mark_repeats`: the continuation as text with its repeated spans marked.
 
-"Repeated" is ``peagle_nb.repetition``'s definition: inside an n-gram (n = 8) that already occurred earlier
+"Repeated" is ``peagle_nb.analysis.repetition``'s definition: inside an n-gram (n = 8) that already occurred earlier
 in prompt + generated text.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from peagle_nb.repetition import MIN_REPEAT, repeated_mask, step_starts
+from peagle_nb.analysis.repetition import MIN_REPEAT, repeated_mask, step_starts
 
 
 def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: int, min_accepted: int = 4,

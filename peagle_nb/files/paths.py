@@ -12,7 +12,7 @@ def repo_root() -> Path:
     env = os.environ.get("PEAGLE_NB_ROOT")
     if env:
         return Path(env).resolve()
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parents[2]  # peagle_nb/files/paths.py -> the checkout
     if (here / "notebooks").is_dir():
         return here
     cwd = Path.cwd().resolve()

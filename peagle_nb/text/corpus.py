@@ -15,7 +15,7 @@ import gzip
 import json
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 DOMAINS = ("prose", "code", "ja")
 SPLITS = ("train", "validation", "heldout")

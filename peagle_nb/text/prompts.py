@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 DOMAINS = ("prose", "code", "ja")
 

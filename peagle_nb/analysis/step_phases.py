@@ -284,7 +284,7 @@ def regime_rows(doc: Mapping) -> list[dict]:
 def tau_before_after(doc: Mapping, temperature: float, tokens: int, edge: int, k: int = 7) -> list[dict]:
     """tau at K before and after output token ``edge`` in the ``tokens``-long regime (first sweep), per method and
     prompt set: a head trained on sequences of ``edge`` positions drafts worse past them (notebook 03)."""
-    from peagle_nb.metrics import tau_by_output_position
+    from peagle_nb.analysis.metrics import tau_by_output_position
 
     reg = next((r for r in doc.get("regimes", []) if r["temperature"] == temperature and r["max_new_tokens"] == tokens),
                None)

@@ -66,3 +66,11 @@ def test_docstrings_name_only_notebooks_that_exist(built):
     numbers = {s.number for s in SERIES}
     stale = {m: n for m, named in built.explained_in.items() for n in named if n not in numbers}
     assert stale == {}
+
+
+def test_parts_count_modules_and_lines_by_longest_prefix():
+    mods = {name: module_map.Module(name, "x = 1\n" * lines, False) for name, lines in
+            [("peagle_nb.engine.decoder", 3), ("peagle_nb.lab.sweeps.engine_sweep", 5), ("peagle_nb.lab", 1),
+             ("peagle_nb.cli.eval_cmd", 2), ("peagle_kernels.greedy_verify", 7), ("peagle_nb.labels", 4)]}
+    sizes = module_map.part_sizes(mods)
+    assert list(sizes.values()) == [(2, 7), (2, 6), (1, 2), (1, 7)]  # front, lab, CLI, kernels; labels is front

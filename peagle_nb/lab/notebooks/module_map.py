@@ -171,9 +171,29 @@ def markdown(mm: ModuleMap | None = None) -> str:
     unused = sorted(set(mm.modules) - set().union(*mm.used.values()))
     lines += ["", "## Modules no notebook uses", "",
               f"{len(unused)} modules that no notebook reaches, "
-              "even through other modules: tools behind the notebooks (command line, training on a GPU, sweeps, "
-              "results files, the notebook runner).", "", _names(unused), ""]
-    return "\n".join(lines)
+              "even through other modules: the command line, the lab's tools behind the notebooks (sweeps, "
+              "training on a GPU, results tables, the notebook runner) and the trainers `peagle-nb train` runs.", "",
+              _names(unused), "", "## Front and lab", "",
+              "The front is what the notebooks teach; the lab (`peagle_nb.lab`) is the tooling behind it, which "
+              "imports the front and is never imported by it (`tests/test_layers.py`).", "",
+              "| part | modules | lines |", "|---|---|---|"]
+    for part, (count, size) in part_sizes(mm.modules).items():
+        lines.append(f"| {part} | {count} | {size} |")
+    return "\n".join(lines + [""])
+
+
+PARTS = {"peagle_nb": "front (`peagle_nb` outside the lab and the CLI)", "peagle_nb.lab": "lab (`peagle_nb.lab`)",
+         "peagle_nb.cli": "CLI (`peagle_nb.cli`)", "peagle_kernels": "kernels (`peagle_kernels`)"}
+
+
+def part_sizes(modules: dict[str, Module]) -> dict[str, tuple[int, int]]:
+    """(modules, lines) of each part of ``PARTS``: a module belongs to the longest prefix that holds it."""
+    sizes = {label: (0, 0) for label in PARTS.values()}
+    for m in modules.values():
+        prefix = max((p for p in PARTS if m.name == p or m.name.startswith(p + ".")), key=len)
+        count, lines = sizes[PARTS[prefix]]
+        sizes[PARTS[prefix]] = (count + 1, lines + len(m.source.splitlines()))
+    return sizes
 
 
 def write(root: Path | None = None) -> Path:

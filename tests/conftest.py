@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import runtime_env
+from peagle_nb.machine import runtime_env
 
 runtime_env.apply_defaults()
 
@@ -33,7 +33,7 @@ def executed_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def run_notebook(executed_dir):
     """run_notebook(filename, **extra_params) -> NotebookResult, in smoke mode; fails with the cell's error."""
-    from peagle_nb.notebook.runner import execute_notebook
+    from peagle_nb.lab.notebooks.runner import execute_notebook
     from peagle_nb.notebook.series import SERIES
 
     budgets = {s.filename: s.timeout_s for s in SERIES}

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from peagle_nb import results
+from peagle_nb.files import results
 from peagle_nb.bench.client import Backend, UsageChunk, run_benchmark
-from peagle_nb.prompts import load_prompts
+from peagle_nb.text.prompts import load_prompts
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""The vLLM EAGLE-3 / P-EAGLE head layout (peagle_nb.checkpoint): names, shapes, and the head-vs-target
+"""The vLLM EAGLE-3 / P-EAGLE head layout (peagle_nb.models.checkpoint): names, shapes, and the head-vs-target
 checks that must fail with a message naming the field and the fix. No vLLM here (tests/serving loads the
 same files in real vLLM)."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from peagle_nb import checkpoint as ck
+from peagle_nb.models import checkpoint as ck
 
 TARGET = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 8, "num_attention_heads": 2,
           "num_key_value_heads": 1, "vocab_size": 300, "rms_norm_eps": 1e-5, "max_position_embeddings": 512,

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
-from peagle_nb import checkpoint, checksums, paths
-from peagle_nb.checksums import ChecksumError
+from peagle_nb.models import checkpoint, checksums
+from peagle_nb.files import paths
+from peagle_nb.models.checksums import ChecksumError
 
 SHIPPED = ("tiny-target", "tiny-eagle3", "tiny-peagle")
 
@@ -40,7 +41,7 @@ def test_a_truncated_shipped_head_is_named_with_its_sizes(head_copy):
         load_head(head_copy)
     msg = str(err.value)
     assert f"{weights} has {size - 1000:,} bytes, the shipped file {size:,}" in msg
-    assert "git checkout --" in msg and "python -m peagle_nb.checksums" in msg
+    assert "git checkout --" in msg and "python -m peagle_nb.models.checksums" in msg
 
 
 def test_a_changed_file_of_the_same_size_fails_the_hash(head_copy):

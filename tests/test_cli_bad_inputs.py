@@ -13,7 +13,8 @@ import psutil
 import pytest
 import torch
 
-from peagle_nb import checkpoint, paths
+from peagle_nb.models import checkpoint
+from peagle_nb.files import paths
 from peagle_nb.cli import main
 
 MODELS = paths.models_dir()

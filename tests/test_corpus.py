@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from peagle_nb.prompts import load_prompt_records
+from peagle_nb.text.prompts import load_prompt_records
 
-from peagle_nb import corpus
-from peagle_nb.paths import data_dir
+from peagle_nb.text import corpus
+from peagle_nb.files.paths import data_dir
 
 
 def _load(name: str):

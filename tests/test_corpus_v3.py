@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import corpus_v3
+from peagle_nb.text import corpus_v3
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "data" / "corpus"))

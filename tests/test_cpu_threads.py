@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from peagle_nb.cpu_threads import fastest_threads
+from peagle_nb.machine.cpu_threads import fastest_threads
 from tests.engine.helpers import tiny_target
 
 

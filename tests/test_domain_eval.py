@@ -8,14 +8,23 @@ import copy
 import pytest
 import torch
 
-from peagle_nb.domain_eval import (check_recomputes, evaluate_heads, flat_summary, greedy_runs, make_domain_shift_doc,
-                                   run_record, sampled_runs, summarize, summary_table)
+from peagle_nb.lab.benchmarks.domain_eval import (
+    check_recomputes,
+    evaluate_heads,
+    flat_summary,
+    greedy_runs,
+    make_domain_shift_doc,
+    run_record,
+    sampled_runs,
+    summarize,
+    summary_table,
+)
 from peagle_nb.engine.stats import StepStats
 
 
 @pytest.fixture(scope="module")
 def shipped():
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
     from peagle_nb.training.drafter_eval import read_prompt_ids

@@ -15,7 +15,7 @@ def tiny():
     """A random 6-layer target with a small BPE trained on all three domains."""
     from transformers import LlamaForCausalLM
 
-    from peagle_nb.corpus import DOMAINS, load_documents
+    from peagle_nb.text.corpus import DOMAINS, load_documents
     from peagle_nb.models.target import make_config
     from peagle_nb.models.tokenizer import train_tokenizer
 

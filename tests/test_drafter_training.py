@@ -133,7 +133,7 @@ def smoke_target(tmp_path_factory):
     """A random 6-layer target with a real (small) BPE tokenizer that has <mask>."""
     from transformers import LlamaForCausalLM
 
-    from peagle_nb.corpus import load_documents
+    from peagle_nb.text.corpus import load_documents
     from peagle_nb.models.target import make_config, save_target
     from peagle_nb.models.tokenizer import train_tokenizer
 
@@ -269,7 +269,7 @@ def test_peagle_cod_loss_trains_mask_parameters():
 def test_committed_head_acceptance_matches_naive_loop(name):
     """On the real target and committed heads: the all-anchor acceptance measurement reproduces, step by
     step, a literal greedy draft-verify loop, whose output is the target's plain greedy output."""
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.models.target import load_target, target_features
     from peagle_nb.training.drafter_data import generate
     from peagle_nb.training.drafter_eval import read_prompt_ids

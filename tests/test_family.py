@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from peagle_nb.training import family
+from peagle_nb.lab.training_runs import family
 
 
 def _check_out(out, expected: set[str]) -> None:
@@ -25,10 +25,10 @@ def _check_out(out, expected: set[str]) -> None:
 
 @pytest.mark.slow
 def test_both_commands_end_to_end_at_smoke_size(tmp_path):
-    from peagle_nb.domain_eval import check_recomputes
+    from peagle_nb.lab.benchmarks.domain_eval import check_recomputes
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
-    from peagle_nb.results import read_results
+    from peagle_nb.files.results import read_results
 
     out_a, out_b, work = tmp_path / "outA", tmp_path / "outB", tmp_path / "work"
     assert family.main(["target", "--smoke", "--out", str(out_a), "--work", str(work)]) == 0
@@ -98,7 +98,7 @@ def _mini_corpus_v3(folder, chars: int = 60_000) -> dict:
     import gzip
     import hashlib
 
-    from peagle_nb.corpus import load_documents
+    from peagle_nb.text.corpus import load_documents
 
     folder.mkdir(parents=True)
     shards = []
@@ -160,7 +160,7 @@ def test_family_v3_without_its_corpus_names_the_rebuild_command(tmp_path, monkey
     from peagle_nb.training.target import TargetTrainConfig, _split_docs
 
     monkeypatch.setenv("PEAGLE_CORPUS_V3", str(tmp_path / "nowhere"))
-    from peagle_nb import corpus_v3
+    from peagle_nb.text import corpus_v3
 
     with pytest.raises(corpus_v3.CorpusV3Error, match="build_corpus_v3.py"):
         _split_docs(TargetTrainConfig(out=tmp_path / "m", corpus="v3"))

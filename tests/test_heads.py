@@ -1,5 +1,5 @@
 """Draft heads (peagle_nb.models.heads): shapes, KV cache, draft vocabulary, export/import through
-peagle_nb.checkpoint, and the committed tiny heads."""
+peagle_nb.models.checkpoint, and the committed tiny heads."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import json
 import pytest
 import torch
 
-from peagle_nb import checkpoint, paths
-from peagle_nb.head_io import config_from_json, config_to_json
-from peagle_nb.models.heads import (DraftHead, DraftHeadConfig, DraftKVCache, export_head, head_tensors,
-                                    load_head)
+from peagle_nb.models import checkpoint
+from peagle_nb.files import paths
+from peagle_nb.models.head_io import config_to_json
+from peagle_nb.models.heads import (DraftHead, DraftHeadConfig, DraftKVCache, config_from_json, export_head,
+                                    head_tensors, load_head)
 
 
 def small_config(kind="peagle", layers=3, kv=2, **kw) -> DraftHeadConfig:

@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 pytest.importorskip("vllm", reason="needs the `cpu` or `gpu` extra (vLLM)")
@@ -103,7 +103,7 @@ def test_peagle_head_runs_when_vllm_reads_only_an_older_mask_id_name(target_and_
     import json
     import shutil
 
-    from peagle_nb import checkpoint
+    from peagle_nb.models import checkpoint
 
     shipped = paths.models_dir() / "tiny-peagle"
     cfg = checkpoint.read_config(shipped)

@@ -6,15 +6,15 @@ import sys
 
 import pytest
 
-from peagle_nb import paths
-from peagle_nb.kernel_bench import DRAFT_INPUTS_SHAPES, GREEDY_VERIFY_TILES, summarize
-from peagle_nb.results import read_results
+from peagle_nb.files import paths
+from peagle_nb.lab.benchmarks.kernel_bench import DRAFT_INPUTS_SHAPES, GREEDY_VERIFY_TILES, summarize
+from peagle_nb.files.results import read_results
 
 
 def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     out = tmp_path / "kernels_cpu.json"
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "peagle_nb.kernel_bench", "--smoke", "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "peagle_nb.lab.benchmarks.kernel_bench", "--smoke", "--out", str(out),
                            "--batch-sizes", "1", "3", "--ks", "2"], cwd=repo_root, env=env, capture_output=True,
                           text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -32,16 +32,17 @@ def test_cpu_dry_run_writes_a_valid_results_file(tmp_path, repo_root):
     assert {"draft_inputs.max_over_floor_upto_256", "draft_inputs_positions.max_over_floor_upto_256"} <= set(s)
     assert any(r["variant"] == "launch_floor" for r in doc["runs"])  # the floor every ratio divides by
     # --repeat-into: a second run joins the first file as its 'repeat': its own runs and the summary made of them
-    proc = subprocess.run([sys.executable, "-m", "peagle_nb.kernel_bench", "--smoke", "--repeat-into", str(out),
-                           "--batch-sizes", "1", "--ks", "2"], cwd=repo_root, env=env, capture_output=True,
-                          text=True, timeout=180)
+    proc = subprocess.run([sys.executable, "-m", "peagle_nb.lab.benchmarks.kernel_bench", "--smoke",
+                           "--repeat-into", str(out), "--batch-sizes", "1", "--ks", "2"],
+                          cwd=repo_root, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = read_results(out)
     repeat = again["repeat"]
     assert again["runs"] == doc["runs"] and repeat["runs"] and repeat["runs"] != doc["runs"]
     assert repeat["summary"] == summarize({"runs": repeat["runs"], "machine": repeat["machine"]})
     assert repeat["summary"]["draft_inputs.max_abs_diff"] == 0
-    assert repeat["generator"].startswith("python -m peagle_nb.kernel_bench") and repeat["versions"]["torch"]
+    assert repeat["generator"].startswith("python -m peagle_nb.lab.benchmarks.kernel_bench")
+    assert repeat["versions"]["torch"]
 
 
 def _doc(draft_inputs_variants):
@@ -97,7 +98,7 @@ def test_dependent_loads_chain_follows_its_table(repo_root):
 
 def test_cpu_dry_run_without_interpreter_says_how(repo_root):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = "from peagle_nb.kernel_bench import run_benchmarks; run_benchmarks(device='cpu')"
+    code = "from peagle_nb.lab.benchmarks.kernel_bench import run_benchmarks; run_benchmarks(device='cpu')"
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo_root, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode != 0 and "TRITON_INTERPRET=1" in proc.stderr

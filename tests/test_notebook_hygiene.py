@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb.notebook.authoring import code, md, params, write_notebook
-from peagle_nb.notebook.hygiene import (ALLOWED_FIGURES, check_notebook, check_series, literal_parameters,
-                                       published_figures, typed_figures)
+from peagle_nb.lab.notebooks.authoring import code, md, params, write_notebook
+from peagle_nb.lab.notebooks.hygiene import (
+    ALLOWED_FIGURES,
+    check_notebook,
+    check_series,
+    literal_parameters,
+    published_figures,
+    typed_figures,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))

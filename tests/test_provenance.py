@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import paths, results
+from peagle_nb.files import paths, results
 
 RESULTS = sorted(p.name for p in paths.results_dir().glob("*.json"))
 MEASURED = [name for name in RESULTS if name != "published.json"]
@@ -77,7 +77,7 @@ def test_published_numbers_name_their_source():
 
 # ---------------------------------------------------------------------------------------------- engine
 def _engine_file_recomputes(doc: dict) -> None:
-    from peagle_nb import metrics
+    from peagle_nb.analysis import metrics
     from peagle_nb.engine.evaluate import spread, summarize_sweep
 
     for run in doc["runs"]:
@@ -130,7 +130,7 @@ def test_vllm_sampled_acceptance_agrees_with_the_engine_only_with_the_cpu_fix():
     fixed = [r for r in acc if r["temperature"] > 0 and r["cpu_sampling_fix"]]
     shipped = [r for r in acc if r["temperature"] > 0 and not r["cpu_sampling_fix"]]
     assert greedy and all(r["tau"] == r["tau_engine"] and r["lossless"] for r in greedy)
-    from peagle_nb.results_table import sampled_pooled_gaps, sampled_pooled_z
+    from peagle_nb.lab.records.results_table import sampled_pooled_gaps, sampled_pooled_z
 
     assert len({r["seed"] for r in fixed}) >= 3
     # prompt-level standard errors (steps of one prompt are correlated; step-level ones gave 13 of 18 in an
@@ -188,7 +188,7 @@ def test_compile_check_figures_recompute_from_their_steps():
 
 # --------------------------------------------------------------------------------------------- kernels
 def test_kernel_rows_and_repeat_recompute():
-    from peagle_nb.kernel_bench import summarize
+    from peagle_nb.lab.benchmarks.kernel_bench import summarize
 
     doc = load("kernels_h200.json")
     for run in doc["runs"]:

@@ -3,7 +3,7 @@ read."""
 
 import pytest
 
-from peagle_nb.compare import published_sources
+from peagle_nb.lab.records import published_sources
 from peagle_nb.models.public_heads import PUBLIC_PEAGLE_HEADS, public_head
 from peagle_nb.serving.presets import PRESETS
 

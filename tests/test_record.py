@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from peagle_nb.notebook.authoring import code, notebook, params
+from peagle_nb.lab.notebooks.authoring import code, notebook, params
 from peagle_nb.notebook.record import RECORD_MIME, read_records, record, recorded, to_jsonable
 
 

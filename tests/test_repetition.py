@@ -7,8 +7,16 @@ import math
 import pytest
 
 from peagle_nb.engine.stats import StepStats
-from peagle_nb.repetition import (acceptance, aggregate_seeds, classify_steps, drafting_report, repeated_mask,
-                                  repetition_fraction, spread, step_starts)
+from peagle_nb.analysis.repetition import (
+    acceptance,
+    aggregate_seeds,
+    classify_steps,
+    drafting_report,
+    repeated_mask,
+    repetition_fraction,
+    spread,
+    step_starts,
+)
 
 
 def steps(*triples):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb.notebook.authoring import code, md, params, write_notebook
+from peagle_nb.lab.notebooks.authoring import code, md, params, write_notebook
 from peagle_nb.notebook.record import RECORD_MIME
-from peagle_nb.notebook.report import PLOTLY_MIME, PNG_MIME, plotly_outputs, write_report
-from peagle_nb.notebook.report_math import MISSING_CONVERTER, MathTally, converter_missing, latex_to_mathml
-from peagle_nb.notebook.report_records import fold_records, records_html
-from peagle_nb.notebook.runner import execute_notebook
+from peagle_nb.lab.notebooks.report import PLOTLY_MIME, PNG_MIME, plotly_outputs, write_report
+from peagle_nb.lab.notebooks.report_math import MISSING_CONVERTER, MathTally, converter_missing, latex_to_mathml
+from peagle_nb.lab.notebooks.report_records import fold_records, records_html
+from peagle_nb.lab.notebooks.runner import execute_notebook
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "build" / "test-artifacts"
 FIGURES_JS = """() => Array.from(document.querySelectorAll('.peagle-plot')).map(d => ({
@@ -132,7 +132,7 @@ def test_printout_lines_wrap_with_a_hanging_indent(executed):
 
 
 def test_an_indented_line_hangs_past_its_own_indent_and_coloured_printouts_stay_whole():
-    from peagle_nb.notebook.report import _hanging_indents
+    from peagle_nb.lab.notebooks.report import _hanging_indents
 
     stream = '<div class="output_subarea output_stream output_stdout output_text">\n<pre>{}</pre>'
     out = _hanging_indents(stream.format("head\n\n  K=3: wins\n"))

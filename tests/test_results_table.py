@@ -1,14 +1,16 @@
-"""The README's "What the suite measured" table is exactly what peagle_nb.results_table makes from the results files."""
+"""The README's "What the suite measured" table is exactly what peagle_nb.lab.records.results_table makes from the
+results files."""
 
-from peagle_nb import paths
-from peagle_nb.results_table import markdown, rows
+from peagle_nb.files import paths
+from peagle_nb.lab.records.results_table import markdown, rows
 
 
 def test_readme_holds_the_generated_table():
     readme = (paths.repo_root() / "README.md").read_text(encoding="utf-8")
     table = markdown()
     assert table in readme, ("README.md's measured table is stale: regenerate it with "
-                             "`python -m peagle_nb.results_table` and paste it under 'What the suite measured'")
+                             "`python -m peagle_nb.lab.records.results_table` and paste it under "
+                             "'What the suite measured'")
 
 
 def test_every_row_is_made_from_a_results_file_it_names():
@@ -20,7 +22,7 @@ def test_every_row_is_made_from_a_results_file_it_names():
 
 
 def test_drafter_passes_row_reads_the_hooked_vllm_runs():
-    from peagle_nb.results_table import _vllm_rows
+    from peagle_nb.lab.records.results_table import _vllm_rows
 
     runs = [{"method": "peagle", "k": 3, "drafter_passes_per_step": 1.0},
             {"method": "eagle3", "k": 3, "drafter_passes_per_step": 3.0},

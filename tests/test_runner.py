@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from peagle_nb.cli import main as cli_main
-from peagle_nb.notebook.authoring import code, md, params, write_notebook
-from peagle_nb.notebook.runner import NotebookFailed, execute_notebook
+from peagle_nb.lab.notebooks.authoring import code, md, params, write_notebook
+from peagle_nb.lab.notebooks.runner import NotebookFailed, execute_notebook
 
 
 def _pid_alive(pid: int) -> bool:
@@ -117,7 +117,7 @@ def test_cli_run_notebooks_writes_summary(tmp_path, capsys, monkeypatch):
 
 
 def _caps(**changes):
-    from peagle_nb.capabilities import detect
+    from peagle_nb.machine.capabilities import detect
 
     caps = detect()
     for k, v in changes.items():
@@ -151,7 +151,7 @@ def test_default_mode_fits_the_machine():
 def test_run_series_without_a_mode_runs_each_notebook_in_its_default(tmp_path, monkeypatch):
     """A fake checkout: without --smoke/--full each notebook gets the mode decide_smoke picks here."""
     from peagle_nb.notebook.modes import decide_smoke
-    from peagle_nb.notebook.runner import run_series
+    from peagle_nb.lab.notebooks.runner import run_series
     from peagle_nb.notebook.series import SERIES
 
     by_number = {spec.number: spec for spec in SERIES}.__getitem__

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from peagle_nb.speed_compare import compare
+from peagle_nb.lab.benchmarks.speed_compare import compare
 from tests.engine.helpers import tiny_target
 from tests.engine.test_lean_engine import random_head
 

@@ -6,7 +6,8 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from peagle_nb import paths, step_phases
+from peagle_nb.files import paths
+from peagle_nb.analysis import step_phases
 from peagle_nb.viz import step_plots
 
 H200 = paths.results_dir() / "engine_h200.json"
@@ -124,9 +125,9 @@ def test_figures_carry_the_numbers_they_are_given():
 
 
 def test_sampled_phase_rows_and_figure_from_the_recorded_file():
-    from peagle_nb import paths
-    from peagle_nb.results import read_results
-    from peagle_nb.step_phases import sampled_phase_rows
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+    from peagle_nb.analysis.step_phases import sampled_phase_rows
     from peagle_nb.viz.step_plots import sampled_phases_figure
 
     doc = read_results(paths.results_dir() / "engine_h200.json")
@@ -143,9 +144,9 @@ def test_sampled_phase_rows_and_figure_from_the_recorded_file():
 def test_regime_rows_and_tau_split_from_the_recorded_file():
     import pytest as _pytest
 
-    from peagle_nb import paths
-    from peagle_nb.results import read_results
-    from peagle_nb.step_phases import regime_rows, tau_before_after
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+    from peagle_nb.analysis.step_phases import regime_rows, tau_before_after
     from peagle_nb.viz.step_plots import regime_figure
 
     doc = read_results(paths.results_dir() / "engine_h200.json")

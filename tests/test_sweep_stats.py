@@ -1,11 +1,12 @@
-"""The statistics behind vLLM-vs-engine acceptance at temperature 1 (peagle_nb.serving.sweep): pure functions."""
+"""The statistics behind vLLM-vs-engine acceptance at temperature 1 (peagle_nb.lab.sweeps.vllm_sweep): pure
+functions."""
 
 import math
 import random
 
 import pytest
 
-from peagle_nb.serving.sweep import compare_sampled, tau_standard_error
+from peagle_nb.lab.sweeps.vllm_sweep import compare_sampled, tau_standard_error
 
 
 def draw_steps(rng: random.Random, p: float, n: int) -> list[int]:
@@ -46,7 +47,7 @@ def test_same_distribution_agrees_and_a_shifted_one_does_not():
 def test_prompt_level_error_widens_when_prompts_differ_and_matches_steps_when_they_do_not():
     """Steps of one prompt share its text: when prompts differ in how easy they are, the prompt-level standard
     error is larger than the step-level one, and the tolerance follows it."""
-    from peagle_nb.serving.sweep import prompt_level_standard_error
+    from peagle_nb.lab.sweeps.vllm_sweep import prompt_level_standard_error
 
     rng = random.Random(2)
 

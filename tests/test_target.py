@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from peagle_nb.corpus import load_documents
-from peagle_nb.prompts import load_prompt_records as load_prompts
+from peagle_nb.text.corpus import load_documents
+from peagle_nb.text.prompts import load_prompt_records as load_prompts
 from peagle_nb.models.target import aux_layer_ids, default_path, load_target, mask_token_id, target_features
 from peagle_nb.models.tokenizer import encoding_stats
 from peagle_nb.training.target_eval import token_stream, window_losses

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from peagle_nb.verify_cost import forward_ms_by_rows
+from peagle_nb.lab.benchmarks.verify_cost import forward_ms_by_rows
 from tests.engine.helpers import tiny_target
 
 

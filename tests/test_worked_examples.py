@@ -3,7 +3,7 @@
 import pytest
 
 from peagle_nb.engine.stats import GenerationResult, StepStats
-from peagle_nb.worked_examples import find_long_step, find_loop, mark_repeats
+from peagle_nb.analysis.worked_examples import find_long_step, find_loop, mark_repeats
 
 
 class ScriptedDecoder:

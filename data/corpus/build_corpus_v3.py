@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {MANIFEST.relative_to(REPO)}")
     else:
         sys.path.insert(0, str(REPO))
-        from peagle_nb import corpus_v3
+        from peagle_nb.text import corpus_v3
 
         corpus_v3.verify_shards(args.out, json.loads(MANIFEST.read_text()))
         print("shards match manifest_v3.json")

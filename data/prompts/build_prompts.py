@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE.parent / "corpus"))
 
 from japanese_docs import japanese_fraction  # noqa: E402
-from peagle_nb.corpus import DOMAINS, document_ids, load_documents  # noqa: E402
+from peagle_nb.text.corpus import DOMAINS, document_ids, load_documents  # noqa: E402
 
 N_PER_DOMAIN = 40
 MIN_TOKENS, MAX_TOKENS = 20, 60

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Protocol, runtime_checkable
 
-from peagle_nb import results
+from peagle_nb.files import results
 
 
 class UsageChunk(str):

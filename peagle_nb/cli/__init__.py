@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from peagle_nb import runtime_env
+    from peagle_nb.machine import runtime_env
     from peagle_nb.cli import errors
 
     runtime_env.apply_defaults()

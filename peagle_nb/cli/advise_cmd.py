@@ -12,7 +12,7 @@ import json
 
 def add_arguments(p) -> None:
     p.add_argument("--results", nargs="+", metavar="FILE",
-                   help="results files (peagle_nb/results.py schema); default: every file in data/results/")
+                   help="results files (peagle_nb/files/results.py schema); default: every file in data/results/")
     p.add_argument("--published", action="store_true", help="only the GPT-OSS-20B scenarios from published.json")
     p.add_argument("--concurrency", nargs="+", type=int, metavar="C",
                    help="concurrencies to advise for (default: 1 2 4 8 measured, 1 4 16 64 published)")
@@ -40,7 +40,7 @@ def advise_rows(docs: list[dict], published_only: bool = False, concurrency: lis
 
 def run(args) -> int:
     from peagle_nb.compare.data import load_results
-    from peagle_nb.results import ResultsFormatError
+    from peagle_nb.files.results import ResultsFormatError
 
     try:
         docs = load_results(args.results) if args.results else load_results()

@@ -20,7 +20,7 @@ def add_arguments(p) -> None:
     p.add_argument("--method", choices=["none", "eagle3", "peagle"], default=None, help="label for the results")
     p.add_argument("--k", type=int, default=None, help="label: num_speculative_tokens of the server")
     p.add_argument("--source", choices=["vllm", "endpoint"], default="endpoint")
-    p.add_argument("--out", default=None, help="write the results JSON here (peagle_nb.results format)")
+    p.add_argument("--out", default=None, help="write the results JSON here (peagle_nb.files.results format)")
 
 
 def _backend(backend_cls, base_url: str, model: str | None):
@@ -35,10 +35,10 @@ def _backend(backend_cls, base_url: str, model: str | None):
 
 
 def run(args) -> int:
-    from peagle_nb import results
+    from peagle_nb.files import results
     from peagle_nb.bench.client import run_benchmark
     from peagle_nb.bench.openai_backend import OpenAIBackend
-    from peagle_nb.prompts import load_prompts
+    from peagle_nb.text.prompts import load_prompts
 
     try:
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]

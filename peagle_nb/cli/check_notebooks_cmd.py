@@ -10,8 +10,8 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from peagle_nb import paths
-    from peagle_nb.notebook.hygiene import check_notebook, check_series
+    from peagle_nb.files import paths
+    from peagle_nb.lab.notebooks.hygiene import check_notebook, check_series
 
     targets = [Path(p) for p in args.paths] or sorted(paths.notebooks_dir().glob("*.ipynb"))
     missing = [str(t) for t in targets if not t.is_file()]

@@ -12,7 +12,7 @@ def add_arguments(p) -> None:
 def report(caps) -> dict:
     """Capabilities plus, per notebook, whether its full configuration can run here and which mode a
     notebook left at ``SMOKE = None`` picks (``peagle_nb.notebook.modes.decide_smoke``)."""
-    from peagle_nb.capabilities import can_run_full
+    from peagle_nb.machine.capabilities import can_run_full
     from peagle_nb.notebook.modes import decide_smoke
     from peagle_nb.notebook.series import SERIES
 
@@ -52,7 +52,7 @@ def format_table(rep: dict) -> str:
 
 
 def run(args) -> int:
-    from peagle_nb.capabilities import detect
+    from peagle_nb.machine.capabilities import detect
 
     rep = report(detect())
     print(json.dumps(rep, indent=2) if args.json else format_table(rep))

@@ -60,7 +60,7 @@ def _device(name: str) -> str:
 
 
 def run(args) -> int:
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.engine import evaluate, load_prompts
     from peagle_nb.models.heads import load_head
     from peagle_nb.models.target import load_target
@@ -85,16 +85,16 @@ def run(args) -> int:
             return load_head(path, device=device)
 
         if args.sweep:
-            from peagle_nb.engine import run_sweep
+            from peagle_nb.lab.sweeps import engine_sweep
 
             heads = {m: head_for(m) for m in ("eagle3", "peagle")}
             out = Path(args.out) if args.out else paths.results_dir() / "engine_cpu.json"
             if args.engine != "lean":
                 raise ValueError("--sweep measures the lean engine (it also checks it against the reference and "
                                  "times both side by side); drop --engine reference")
-            doc = run_sweep.run(target, tokenizer, heads, prompt_sets, parse_ks(args.ks), args.max_new_tokens, out,
-                                repeats=args.repeats, sweeps=args.sweeps, temperature=args.temperature,
-                                equal_prompts=args.equal_prompts, log=lambda s: print(s, file=sys.stderr))
+            doc = engine_sweep.run(target, tokenizer, heads, prompt_sets, parse_ks(args.ks), args.max_new_tokens, out,
+                                   repeats=args.repeats, sweeps=args.sweeps, temperature=args.temperature,
+                                   equal_prompts=args.equal_prompts, log=lambda s: print(s, file=sys.stderr))
             print(json.dumps(doc["summary"], indent=1) if args.json else f"wrote {out}")
             return 0
         if len(prompt_sets) != 1:

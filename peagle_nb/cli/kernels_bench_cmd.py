@@ -13,7 +13,7 @@ import sys
 
 
 def add_arguments(p) -> None:
-    from peagle_nb.kernel_bench import add_arguments as bench_arguments
+    from peagle_nb.lab.benchmarks.kernel_bench import add_arguments as bench_arguments
 
     bench_arguments(p)
 
@@ -21,13 +21,13 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import torch
 
-    from peagle_nb import kernel_bench
+    from peagle_nb.lab.benchmarks import kernel_bench
 
     if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
         return kernel_bench.run(args)
     if args.repeat_into is not None:  # checked here too: the child below would report it after its own start-up
         kernel_bench.check_repeat_target(args.repeat_into)
-    argv = [sys.executable, "-m", "peagle_nb.kernel_bench"]
+    argv = [sys.executable, "-m", "peagle_nb.lab.benchmarks.kernel_bench"]
     if args.out is not None:
         argv += ["--out", str(args.out)]
     for flag, value in (("--batch-sizes", args.batch_sizes), ("--ks", args.ks)):

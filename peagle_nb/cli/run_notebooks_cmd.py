@@ -22,7 +22,7 @@ def run(args) -> int:
     except ImportError:
         print("papermill is missing: install the notebooks extra (pip install -e '.[notebooks]')")
         return 2
-    from peagle_nb.notebook.runner import run_series
+    from peagle_nb.lab.notebooks.runner import run_series
 
     smoke = True if args.smoke else False if args.full else None  # None: each notebook's default here
     summary = run_series(smoke, args.out, args.only, args.fail_fast, args.timeout_scale,

@@ -178,7 +178,7 @@ def _refused(action: str, exc: BaseException) -> int:
 
 
 def _local(args) -> int:
-    from peagle_nb.checkpoint import HeadCheckpointError
+    from peagle_nb.models.checkpoint import HeadCheckpointError
     from peagle_nb.sagemaker.local import LocalEndpoint, ModelError
 
     try:

@@ -1,6 +1,6 @@
 """P-EAGLE vs EAGLE-3: step-time model, acceptance curves, predictions and the best-K advisor.
 
-Core layer: pure functions over results documents (``peagle_nb/results.py``); plots live in
+Core layer: pure functions over results documents (``peagle_nb/files/results.py``); plots live in
 ``peagle_nb.viz.compare_plots`` and the dashboard in ``peagle_nb.widgets.dashboard``. Explained in
 notebook 07.
 """

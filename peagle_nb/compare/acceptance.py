@@ -1,6 +1,6 @@
 """Per-position acceptance: from measured rates (or one published acceptance length) to tau at any K.
 
-Notation (``peagle_nb.metrics``, explained in notebooks 01 and 07): ``a_k`` is the unconditional rate at
+Notation (``peagle_nb.analysis.metrics``, explained in notebooks 01 and 07): ``a_k`` is the unconditional rate at
 which draft position k is accepted, ``alpha_k = a_k / a_(k-1)`` the conditional rate, and the
 acceptance length ``tau(K) = 1 + a_1 + ... + a_K`` (bonus token included, vLLM's convention).
 
@@ -35,7 +35,7 @@ def conditional_rates(rates: Sequence[float]) -> list[float]:
 def geometric_rates(alpha: float, k: int, decay: float = 1.0) -> list[float]:
     """a_1..a_k when the conditional rate at position j is ``min(1, alpha * decay**(j-1))``.
 
-    ``decay = 1`` is the constant-conditional-rate model of ``peagle_nb.metrics.expected_tokens_per_step``
+    ``decay = 1`` is the constant-conditional-rate model of ``peagle_nb.analysis.metrics.expected_tokens_per_step``
     (a_k = alpha^k);
     ``decay < 1`` lets deeper positions be accepted less often, as published curves show.
     """

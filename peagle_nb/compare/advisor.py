@@ -83,7 +83,7 @@ def measured_best(runs: Sequence[dict]) -> list[dict]:
 
 def tau_same_prompts_check(runs: Sequence[dict]) -> list[dict]:
     """Runs of an end-to-end file that also carry ``tau_engine`` (the suite's engine on the SAME prompts,
-    generation length and K, see ``peagle_nb.serving.sweep``): the acceptance length vLLM counted vs the
+    generation length and K, see ``peagle_nb.lab.sweeps.vllm_sweep``): the acceptance length vLLM counted vs the
     engine's. Same heads and inputs, greedy: these should agree."""
     rows, seen = [], set()
     for r in runs:

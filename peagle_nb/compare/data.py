@@ -1,6 +1,6 @@
 """Load results files (``data/results/*.json`` and a user's own) for the comparison.
 
-Every file uses the one schema in :mod:`peagle_nb.results`; its README is ``data/results/README.md``.
+Every file uses the one schema in :mod:`peagle_nb.files.results`; its README is ``data/results/README.md``.
 Explained in notebook 07.
 """
 
@@ -10,11 +10,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from peagle_nb import paths
-from peagle_nb.results import ResultsFormatError, read_results
+from peagle_nb.files import paths
+from peagle_nb.files.results import ResultsFormatError, read_results
 
-HINT = ("every results file must follow peagle_nb/results.py (see data/results/README.md); "
-        "write it with peagle_nb.results.make_results + write_results")
+HINT = ("every results file must follow peagle_nb/files/results.py (see data/results/README.md); "
+        "write it with peagle_nb.files.results.make_results + write_results")
 
 
 def load_results(files: Sequence[str | Path] | None = None, directory: str | Path | None = None) -> list[dict]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from peagle_nb import step_phases
+from peagle_nb.analysis import step_phases
 
 
 def per_layer_cost(phases: Sequence[Mapping], head_layers: Mapping[str, int], target_layers: int | None = None

@@ -5,7 +5,7 @@ The advisor's step model is fitted to each step's drafting and verification time
 tokens per second of whole generations: each step also pays the host's work around the phases (bookkeeping), and
 each prompt pays its prefill, the drafter's included. :func:`advice_vs_measured` follows P-EAGLE / EAGLE-3, each
 at the sweep's best K, from what the step phases alone give to the end-to-end figure, one cause at a time
-(:func:`peagle_nb.step_phases.speedup_breakdown`), so the step that moves the ratio most is the one the model
+(:func:`peagle_nb.analysis.step_phases.speedup_breakdown`), so the step that moves the ratio most is the one the model
 lacks.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from peagle_nb import step_phases
+from peagle_nb.analysis import step_phases
 
 CAUSES = (("phases", "the step phases alone (what the model is fitted to)"),
           ("step_wall", "each step's wall time (plus the host's bookkeeping)"),
@@ -27,9 +27,9 @@ STEP_NAMES = {"step_wall": "the host's bookkeeping", "decode": "real generations
 def advice_vs_measured(advice_row: Mapping, doc: Mapping, prompt_set: str) -> dict:
     """``advice_row``: the advisor's row at concurrency 1 for this file and set; ``doc``: the engine results file
     (``summary`` and ``phases``). Returns the predicted and measured ratio and verdicts (the measured one from
-    :func:`peagle_nb.step_phases.verdict`, as in notebook 03's table), ``chain``: the P-EAGLE / EAGLE-3 ratio at
-    the sweep's best K after each of :data:`CAUSES`, each method's prefill, and ``largest_step``: the cause that
-    moves the ratio most."""
+    :func:`peagle_nb.analysis.step_phases.verdict`, as in notebook 03's table), ``chain``: the P-EAGLE / EAGLE-3
+    ratio at the sweep's best K after each of :data:`CAUSES`, each method's prefill, and ``largest_step``: the cause
+    that moves the ratio most."""
     summary = doc.get("summary", {}).get(prompt_set)
     if not summary or "peagle_over_eagle3_at_best_k" not in summary or not doc.get("phases"):
         raise ValueError(f"{prompt_set!r}: the results file needs a summary with both methods and step phases "

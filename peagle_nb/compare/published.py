@@ -1,7 +1,7 @@
 """GPT-OSS-20B on one B200 from the published numbers: a step-time model fitted to some of the blog's
 ratios, checked on the others, and the advisor's best K compared with the blog's.
 
-What is published (``data/results/published.json``, built by :mod:`peagle_nb.compare.published_sources`):
+What is published (``data/results/published.json``, built by :mod:`peagle_nb.lab.records.published_sources`):
 21 throughput ratios P-EAGLE / EAGLE-3 (three workloads x concurrency 1-64, each method at its best K in
 {3, 5, 7}), each head's acceptance length at K=3 and K=7 on each workload, and the best K (P-EAGLE: 7 at
 every concurrency; EAGLE-3: 3, "occasionally shifting toward higher values depending on concurrency").
@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare.acceptance import AcceptanceCurve, curve_through
 from peagle_nb.compare.data import load_results, runs_of, select
 from peagle_nb.compare.fitting import Fit, least_squares
@@ -83,7 +83,7 @@ def anchors_20b(doc: dict) -> dict[str, dict]:
             out[r["prompt_set"]]["tau"].setdefault(r["method"], {})[r["k"]] = r["tau"]
     if not out or any(len(a["tau"].get(m, {})) < 2 for a in out.values() for m in SPEC_METHODS):
         raise ValueError("published.json lacks the GPT-OSS-20B ratios or the acceptance at two K per head; "
-                         "rebuild it: python -m peagle_nb.compare.published_sources")
+                         "rebuild it: python -m peagle_nb.lab.records.published_sources")
     return out
 
 

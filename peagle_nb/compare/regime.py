@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from peagle_nb import step_phases
+from peagle_nb.analysis import step_phases
 from peagle_nb.compare import published as pub
 
 

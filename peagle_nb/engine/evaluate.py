@@ -1,11 +1,11 @@
 """Measure a decoding method over a prompt set: tau, per-position acceptance, speed with its spread, losslessness.
 
 ``evaluate`` is what ``peagle-nb eval --json`` prints; ``sweep`` runs none / EAGLE-3 / P-EAGLE over K = 1..10
-and returns run records for ``peagle_nb.results`` (data/results/engine_*.json). Both run the lean engine by
+and returns run records for ``peagle_nb.files.results`` (data/results/engine_*.json). Both run the lean engine by
 default (``engine="reference"``: the readable ``transformers`` path). Explained in notebooks 01-03.
 
 Acceptance comes with the text it was measured on: ``repetition_fraction`` (generated tokens inside a repeated
-8-gram, ``peagle_nb.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
+8-gram, ``peagle_nb.analysis.repetition``) and tau / per-position acceptance split into steps that draft fresh text and
 steps that draft a repeat (a small model's loops are copied almost perfectly and inflate tau).
 
 Timing: a configuration runs its whole prompt set ``repeats`` times (after a short warm-up generation of every
@@ -24,8 +24,9 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Sequence
 
-from peagle_nb import metrics, repetition
+from peagle_nb.analysis import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
+from peagle_nb.engine.run_record import DraftingSplit, EngineRun
 
 ENGINES = ("lean", "reference")
 OUTLIER_RATIO = 1.3  # a timed repeat this far from its configuration's median is flagged in the record
@@ -121,11 +122,17 @@ def repeat_outliers(values: Sequence[float], ratio: float = OUTLIER_RATIO) -> li
     return [i for i, v in enumerate(values) if med > 0 and (v > med * ratio or v < med / ratio)]
 
 
-def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
-             max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
-             reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
-             repeats: int = 1, engine: str = "lean", draft_sampling: str = "sample") -> dict:
-    """One configuration over a prompt set -> the ``peagle-nb eval --json`` record.
+def evaluate(*args, **kwargs) -> dict:
+    """:func:`evaluate_run` (same arguments) as the flat ``peagle-nb eval --json`` record: ``EngineRun.to_dict()``,
+    the keys of the run records in ``data/results/engine_*.json``."""
+    return evaluate_run(*args, **kwargs).to_dict()
+
+
+def evaluate_run(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
+                 max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
+                 reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
+                 repeats: int = 1, engine: str = "lean", draft_sampling: str = "sample") -> EngineRun:
+    """One configuration over a prompt set -> its :class:`~peagle_nb.engine.run_record.EngineRun`.
 
     Prompt i is generated with seed ``seed + i`` (sampling only; a sweep's sweep j adds ``1000 j``, so its
     sweeps are independent seeds). ``lossless`` (temperature 0): every output
@@ -165,44 +172,47 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
     step_sp = spread([m["step_ms"] for _, m in per_repeat])
     tpot_repeats = [serving_metrics(r).get("tpot_ms", 0.0) for r, _ in per_repeat]
     drafting = _none_for_nan(repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompt_ids, results)))
-    split = {} if method == "none" else {
-        "tau_fresh": drafting["fresh"]["tau"], "tau_repeated": drafting["repeated"]["tau"],
-        "accept_rate_fresh": drafting["fresh"]["accept_rate_per_position"],
-        "accept_rate_repeated": drafting["repeated"]["accept_rate_per_position"],
-        "repeated_step_fraction": drafting["repeated_step_fraction"]}
-    return {
-        "method": method,
-        "k": dec.k,
-        "engine": "reference" if isinstance(dec, SpecDecoder) else "lean",
-        "n_prompts": len(prompt_ids),
-        "max_new_tokens": max_new_tokens,
-        "temperature": temperature,
-        **({"draft_sampling": draft_sampling} if temperature > 0 and method != "none" else {}),
-        "tau": summary["tau"] if method != "none" else 1.0,
-        "accept_rate_per_position": summary["accept_rate_per_position"],
-        "conditional_alpha": summary["conditional_alpha"],
-        "steps": len(steps),
-        "accepted_per_step": [s.accepted for s in steps],
-        "steps_per_prompt": [len(r.steps) for r in results],  # accepted_per_step split by prompt, in order
-        "repetition_fraction": drafting["repetition_fraction"],
-        **split,
-        "tokens": sum(len(r.tokens) for r in results),
-        **means,
-        "tokens_per_s": sp["median"],
-        "tokens_per_s_p10": sp["p10"],
-        "tokens_per_s_p90": sp["p90"],
-        "tokens_per_s_repeats": tps,
-        "repeat_outliers": repeat_outliers(tps),
-        **serving_metrics(results),
-        "tpot_ms_repeats": tpot_repeats,
-        "step_ms_p10": step_sp["p10"],
-        "step_ms_p90": step_sp["p90"],
-        "repeats": repeats,
-        "capture_ms": getattr(dec, "capture_ms", 0.0),
-        "prefill": ("graph" if getattr(dec, "use_graphs", False) and dec.pad_prefill else
-                    "padded" if getattr(dec, "pad_prefill", False) else "eager"),
-        "lossless": lossless,
-    }
+    split = None if method == "none" else DraftingSplit(
+        tau_fresh=drafting["fresh"]["tau"], tau_repeated=drafting["repeated"]["tau"],
+        accept_rate_fresh=drafting["fresh"]["accept_rate_per_position"],
+        accept_rate_repeated=drafting["repeated"]["accept_rate_per_position"],
+        repeated_step_fraction=drafting["repeated_step_fraction"])
+    serving = serving_metrics(results)
+    return EngineRun(
+        method=method,
+        k=dec.k,
+        engine="reference" if isinstance(dec, SpecDecoder) else "lean",
+        n_prompts=len(prompt_ids),
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        draft_sampling=draft_sampling if temperature > 0 and method != "none" else None,
+        tau=summary["tau"] if method != "none" else 1.0,
+        accept_rate_per_position=summary["accept_rate_per_position"],
+        conditional_alpha=summary["conditional_alpha"],
+        steps=len(steps),
+        accepted_per_step=[s.accepted for s in steps],
+        steps_per_prompt=[len(r.steps) for r in results],
+        repetition_fraction=drafting["repetition_fraction"],
+        drafting_split=split,
+        tokens=sum(len(r.tokens) for r in results),
+        **{**means, "tokens_per_s": sp["median"]},
+        tokens_per_s_p10=sp["p10"],
+        tokens_per_s_p90=sp["p90"],
+        tokens_per_s_repeats=tps,
+        repeat_outliers=repeat_outliers(tps),
+        ttft_ms=serving["ttft_ms"],
+        ttft_ms_p90=serving["ttft_ms_p90"],
+        tpot_ms=serving.get("tpot_ms"),
+        tpot_ms_p90=serving.get("tpot_ms_p90"),
+        tpot_ms_repeats=tpot_repeats,
+        step_ms_p10=step_sp["p10"],
+        step_ms_p90=step_sp["p90"],
+        repeats=repeats,
+        capture_ms=getattr(dec, "capture_ms", 0.0),
+        prefill=("graph" if getattr(dec, "use_graphs", False) and dec.pad_prefill else
+                 "padded" if getattr(dec, "pad_prefill", False) else "eager"),
+        lossless=lossless,
+    )
 
 
 def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: Iterable[int] = range(1, 11),
@@ -213,7 +223,7 @@ def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: 
 
     The sweeps are independent passes over every configuration (decoders, and so captured graphs, are made once
     and reused), so the spread between them is the run-to-run noise of a best-K ratio. Returns flat run records
-    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.results.make_results``. Past ``deadline`` (a
+    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.files.results.make_results``. Past ``deadline`` (a
     ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run). ``decoders``: {(method, k):
     decoder} made by the caller (to reuse them afterwards); missing ones are made here.
     """
@@ -350,8 +360,8 @@ def sweep_to_results(target, tokenizer, heads: dict, prompt_sets: dict, ks=range
                      progress=None, notes: str | None = None, draft_cost: list[dict] | None = None,
                      deadline: float | None = None, repeats: int = 1, engine: str = "lean", sweeps: int = 1,
                      temperature: float = 0.0, decoders: dict | None = None) -> dict:
-    """Run :func:`sweep` and wrap it as a ``peagle_nb.results`` document (plus a ``summary`` object)."""
-    from peagle_nb import results
+    """Run :func:`sweep` and wrap it as a ``peagle_nb.files.results`` document (plus a ``summary`` object)."""
+    from peagle_nb.files import results
 
     runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, temperature, progress=progress,
                  deadline=deadline, repeats=repeats, engine=engine, sweeps=sweeps, decoders=decoders)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from peagle_nb import metrics
+from peagle_nb.analysis import metrics
 
 
 @dataclass

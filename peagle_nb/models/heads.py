@@ -21,14 +21,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from peagle_nb.head_io import export_head, head_from_tensors, head_tensors, load_head  # the on-disk format
+from peagle_nb.models import checkpoint, head_io
+from peagle_nb.models.head_io import export_head, head_tensors  # the on-disk format (re-exported)
 
 KINDS = ("eagle3", "peagle")
 
 
 @dataclass
 class DraftHeadConfig:
-    """Everything a head's shapes depend on (``peagle_nb.head_io.config_to_json`` writes its ``config.json``)."""
+    """Everything a head's shapes depend on (``peagle_nb.models.head_io.config_to_json`` writes its ``config.json``)."""
 
     kind: str = "eagle3"  # "eagle3" | "peagle"
     hidden_size: int = 256
@@ -378,6 +379,27 @@ def count_parameters(head: DraftHead) -> int:
     return sum(p.numel() for p in head.parameters())
 
 
+def config_from_json(config: dict) -> DraftHeadConfig:
+    """A head's ``config.json`` as its config (``peagle_nb.models.head_io.config_fields`` reads the fields)."""
+    return DraftHeadConfig(**head_io.config_fields(config))
+
+
+def head_from_tensors(config: dict, tensors: dict[str, torch.Tensor], dtype: torch.dtype = torch.float32,
+                      device="cpu", target=None) -> DraftHead:
+    """Build a head from a checkpoint's ``(config, tensors)``. Absent ``d2t``/``t2d`` mean the identity
+    (full draft vocabulary); an EAGLE-3 head without ``embed_tokens`` shares the target's (pass ``target``)."""
+    head = DraftHead(config_from_json(config))
+    head.load_state_dict(head_io.state_from_tensors(head.config, head.state_dict(), tensors, target=target))
+    return head.to(device=device, dtype=dtype).eval()
+
+
+def load_head(path, dtype: torch.dtype = torch.float32, device="cpu", target=None) -> DraftHead:
+    """Read a head folder (``peagle_nb.models.checkpoint.read_head`` validates names and shapes). Explained in
+    notebook 02; the exported layout in notebook 05."""
+    config, tensors = checkpoint.read_head(path)
+    return head_from_tensors(config, tensors, dtype=dtype, device=device, target=target)
+
+
 __all__ = ["DraftHeadConfig", "DraftHead", "DraftKVCache", "RMSNorm", "config_for_target", "init_from_target",
-           "drafter_layer_ids", "export_head", "load_head", "head_tensors", "head_from_tensors", "rotary_cos_sin",
-           "KINDS", "count_parameters"]
+           "drafter_layer_ids", "export_head", "load_head", "head_tensors", "head_from_tensors", "config_from_json",
+           "rotary_cos_sin", "KINDS", "count_parameters"]

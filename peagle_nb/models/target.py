@@ -13,7 +13,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from peagle_nb import checksums, paths
+from peagle_nb.models import checksums
+from peagle_nb.files import paths
 from peagle_nb.models.tokenizer import MASK_TOKEN
 
 # The shipped size: 8 layers so EAGLE-3's feature layers (2, 4, 5) are distinct; bf16 weights ~13.5 MiB.

@@ -1,4 +1,5 @@
-"""Notebook-facing helpers: ``record`` numbers, ``gate`` optional cells, run and check notebooks.
+"""Notebook-facing helpers: ``record`` numbers, ``gate`` optional cells, smoke or full mode, the series' list.
+Running, reporting and checking the notebooks is lab work: ``peagle_nb.lab.notebooks``.
 
 Importing this package in a notebook kernel also resolves ``SMOKE = None`` from the parameters cell
 (:mod:`peagle_nb.notebook.modes`): every notebook imports it before it first reads ``SMOKE``.

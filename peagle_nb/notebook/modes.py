@@ -2,7 +2,7 @@
 
 Opening a notebook on a laptop must not start a long full configuration by surprise, so every
 parameters cell commits ``SMOKE = None  # None: decided from this machine``. The value is decided by
-:func:`decide_smoke` from :func:`peagle_nb.capabilities.detect` and the notebook's entry in
+:func:`decide_smoke` from :func:`peagle_nb.machine.capabilities.detect` and the notebook's entry in
 :data:`~peagle_nb.notebook.series.SERIES` (``peagle-nb env`` prints the same decision per notebook):
 
 - full mode when everything it needs is here (``full_needs``) AND either it is cheap on any CPU
@@ -40,7 +40,7 @@ def spec_for(name: str | None) -> NotebookSpec | None:
 
 def decide_smoke(spec: NotebookSpec | None, caps=None) -> tuple[bool, str]:
     """``(smoke, reason)`` for one notebook on this machine (``spec=None``: a notebook outside the series)."""
-    from peagle_nb.capabilities import can_run_full, detect
+    from peagle_nb.machine.capabilities import can_run_full, detect
 
     caps = caps or detect()
     if spec is None:

@@ -234,7 +234,7 @@ def resolve_local(ref: str) -> Path:
     (``data/models/...``, so a notebook's working directory does not matter), else from the cwd."""
     p = Path(ref)
     if not p.is_absolute():
-        from peagle_nb import paths
+        from peagle_nb.files import paths
 
         in_repo = paths.repo_root() / ref
         p = in_repo if in_repo.exists() or not p.exists() else p

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from peagle_nb import checkpoint
+from peagle_nb.models import checkpoint
 from peagle_nb.serving.presets import Preset, get_preset
 
 

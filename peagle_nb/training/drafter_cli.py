@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Callable
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.models.target import load_target
 from peagle_nb.training.drafter_cache import get_data
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_results import reevaluate
 from peagle_nb.training.drafter_train import train_drafter
 from peagle_nb.training.runtime import log_line, resolve_device
-from peagle_nb.corpus import DOMAINS
+from peagle_nb.text.corpus import DOMAINS
 
 
 def run_mode(cfg: DrafterTrainConfig, args: argparse.Namespace, loss_fn: Callable) -> int:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import torch
 
-from peagle_nb import paths
-from peagle_nb.corpus import DOMAINS, load_documents
+from peagle_nb.files import paths
+from peagle_nb.text.corpus import DOMAINS, load_documents
 from peagle_nb.models.heads import DraftHead, load_head
 from peagle_nb.models.target import load_target
-from peagle_nb.results import versions
+from peagle_nb.files.results import versions
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import sample_prompt_ids
 from peagle_nb.training.drafter_eval import evaluate_head, read_prompt_ids

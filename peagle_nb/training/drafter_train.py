@@ -20,11 +20,11 @@ from typing import Callable
 
 import torch
 
-from peagle_nb.checksums import write_manifest
-from peagle_nb.head_io import config_to_json
+from peagle_nb.models.checksums import write_manifest
+from peagle_nb.models.head_io import config_to_json
 from peagle_nb.models.heads import count_parameters, export_head
 from peagle_nb.models.target import load_target
-from peagle_nb.results import versions
+from peagle_nb.files.results import versions
 from peagle_nb.training.drafter_cache import get_data
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import TargetTeacher, without_domains

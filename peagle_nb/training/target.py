@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from peagle_nb import paths
-from peagle_nb.corpus import DOMAINS, load_documents
+from peagle_nb.files import paths
 from peagle_nb.models.target import DEFAULT_ARCH, V3_LAYERS, aux_layer_ids, load_target, make_config, save_target
+from peagle_nb.text.corpus import DOMAINS, load_documents
 from peagle_nb.models.tokenizer import DEFAULT_VOCAB_SIZE, train_tokenizer
 from peagle_nb.training.runtime import resolve_device
 from peagle_nb.training.schedule import lr_at
@@ -70,7 +70,7 @@ class TargetTrainConfig:
     seed: int = 0
     smoke: bool = False
     n_samples: int = 2  # greedy samples per domain in the model card
-    corpus: str = "v1"  # "v3": data/corpus/v3 shards (peagle_nb.corpus_v3), measured on v1's held-out split too
+    corpus: str = "v1"  # "v3": data/corpus/v3 shards (peagle_nb.text.corpus_v3), measured on v1's held-out split too
     tokenizer_from: Path | None = None  # a model folder whose tokenizer is reused instead of training one
     mix_alpha: float = 1.0  # domain sampling probability ~ train tokens ** mix_alpha (< 1 lifts small domains)
     heldout_windows: int | None = None  # v3's own held-out split: windows per domain (None: all)
@@ -167,7 +167,7 @@ def _split_docs(cfg: TargetTrainConfig) -> dict[str, dict[str, list[str]]]:
     """Documents per split and domain. Corpus v3 adds ``heldout_v3`` (its own held-out split); ``heldout`` stays
     v1's held-out documents (also held out of v3), so every family is measured on the same text."""
     if cfg.corpus == "v3":
-        from peagle_nb import corpus_v3
+        from peagle_nb.text import corpus_v3
 
         corpus_v3.verify_shards()  # a missing or changed shard stops here, naming the rebuild command
         v3 = {split: {d: _limit(corpus_v3.load_documents(d, split), cfg.max_chars_per_domain if split == "train"

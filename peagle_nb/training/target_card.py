@@ -71,8 +71,8 @@ def _continuations_section(s: dict) -> str:
                      for name, r in cont.items())
     ex = next(iter(cont.values()))["example"]
     return ("\n## Does it loop?\n\nShare of the target's own continuations of the held-out prompts inside a repeated "
-            "8-gram (a copy of earlier prompt or generated text; `peagle_nb.repetition`), greedy and sampled at "
-            "temperature 1. Loops inflate greedy acceptance, which is why the draft heads train and are judged "
+            "8-gram (a copy of earlier prompt or generated text; `peagle_nb.analysis.repetition`), greedy and sampled "
+            "at temperature 1. Loops inflate greedy acceptance, which is why the draft heads train and are judged "
             "on sampled text too.\n\n| prompt set | prompts | new tokens | greedy | sampled (T=1) |\n"
             f"|---|---|---|---|---|\n{rows}\n\nFirst prompt, greedy:\n\n```text\n{ex['prompt']}\n```\n\n"
             f"```text\n{ex['greedy']}\n```\n")

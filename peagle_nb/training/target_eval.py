@@ -138,9 +138,9 @@ def greedy_samples(model, tokenizer, device, docs_by_domain: Mapping[str, Sequen
 def continuation_report(model, tokenizer, prompt_sets: Mapping[str, Sequence[str]], max_new_tokens: int = 128,
                         seed: int = 0) -> dict:
     """Does the target loop? Per prompt set: the fraction of its own continuations (greedy, and sampled at
-    temperature 1) inside a repeated 8-gram (``peagle_nb.repetition``), pooled over the prompts, and the
+    temperature 1) inside a repeated 8-gram (``peagle_nb.analysis.repetition``), pooled over the prompts, and the
     first prompt's greedy continuation as an example."""
-    from peagle_nb.repetition import repeated_mask
+    from peagle_nb.analysis.repetition import repeated_mask
     from peagle_nb.training.drafter_data import generate
 
     device = next(model.parameters()).device

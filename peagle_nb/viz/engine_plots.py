@@ -61,7 +61,7 @@ def draft_cost_figure(rows: Sequence[Mapping], title: str = "Drafting cost per s
 
 def sweep_figure(runs: Sequence[Mapping], y: str = "tokens_per_s", prompt_set: str | None = None,
                  title: str | None = None) -> go.Figure:
-    """A measured sweep (``peagle_nb.results`` runs): ``y`` vs K per method; 'none' as a horizontal line."""
+    """A measured sweep (``peagle_nb.files.results`` runs): ``y`` vs K per method; 'none' as a horizontal line."""
     rs = [r for r in runs if prompt_set is None or r.get("prompt_set") == prompt_set]
     fig = go.Figure()
     for method in ("eagle3", "peagle"):

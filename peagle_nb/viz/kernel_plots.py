@@ -1,6 +1,7 @@
 """Figures of the parallel-drafting kernel benchmarks (notebook 04): pure functions returning plotly figures.
 
-Each takes a ``source="kernels"`` results document (``peagle_nb.kernel_bench``, ``data/results/kernels_*.json``).
+Each takes a ``source="kernels"`` results document (``peagle_nb.lab.benchmarks.kernel_bench``,
+``data/results/kernels_*.json``).
 """
 
 from __future__ import annotations

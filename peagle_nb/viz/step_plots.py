@@ -1,7 +1,7 @@
 """Figures of a decoding step and what it buys, from measured numbers (notebooks 02-04): a step drawn as a timeline
 of its phases, a phase's cost vs K (absolute and relative to K=1), the best-K comparison with its spread over
 sweeps, and acceptance per draft position split into fresh and repeated text. Pure functions returning plotly
-figures (``peagle_nb.step_phases`` makes their inputs); none calls ``.show()``.
+figures (``peagle_nb.analysis.step_phases`` makes their inputs); none calls ``.show()``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def step_timeline_figure(timelines: Mapping[str, Sequence[tuple[str, float]]], t
 def phase_cost_figure(rows: Sequence[Mapping], phase: str = "draft", title: str | None = None,
                       unit: str = "ms") -> go.Figure:
     """A phase's median time vs K, one line per method, p10-p90 over repeats as error bars where the rows have
-    them (rows of ``peagle_nb.step_phases.measure_phases`` or a results file's ``phases``)."""
+    them (rows of ``peagle_nb.analysis.step_phases.measure_phases`` or a results file's ``phases``)."""
     fig = go.Figure()
     key = f"{phase}_ms"
     for method in ("eagle3", "peagle"):
@@ -103,8 +103,8 @@ def relative_cost_figure(series: Mapping[str, Mapping[int, float]], title: str =
 
 def best_k_figure(rows: Sequence[Mapping], title: str = "At each method's best K: speedup over plain decoding"
                   ) -> go.Figure:
-    """Rows of ``peagle_nb.step_phases.best_k_rows``: per results file and prompt set, each method's speedup over
-    plain decoding at its best K and the P-EAGLE / EAGLE-3 ratio, medians with min-max over sweeps as error
+    """Rows of ``peagle_nb.analysis.step_phases.best_k_rows``: per results file and prompt set, each method's speedup
+    over plain decoding at its best K and the P-EAGLE / EAGLE-3 ratio, medians with min-max over sweeps as error
     bars; the dotted line at 1 is 'as fast as' (a bar whose range crosses it is a tie)."""
     x = [f"{r['results']} {r['set']}" for r in rows]
     fig = go.Figure()
@@ -153,7 +153,7 @@ def loss_curve_figure(history: Sequence[Mapping], keys: Sequence[str] = ("loss",
 def sampled_phases_figure(rows: Sequence[Mapping], title: str = "A sampled step's phases before and after fusion"
                           ) -> go.Figure:
     """Grouped bars: each phase's device time greedy, sampled with the fused kernels and sampled with their PyTorch op
-    chains. ``rows``: ``peagle_nb.step_phases.sampled_phase_rows`` (notebooks 01 and 04)."""
+    chains. ``rows``: ``peagle_nb.analysis.step_phases.sampled_phase_rows`` (notebooks 01 and 04)."""
     fig = go.Figure()
     colors = {"greedy": "#7f7f7f", "sampled, fused kernels": "#2ca02c", "sampled, PyTorch op chain": "#d62728"}
     for mode, color in colors.items():
@@ -168,7 +168,7 @@ def regime_figure(rows: Sequence[Mapping], title: str = "P-EAGLE / EAGLE-3 time 
                   ) -> go.Figure:
     """P-EAGLE's speed over EAGLE-3's on time per output token (each at its best K; bars: min-max over sweeps) per
     prompt set, against output length, one line per temperature. Above 1: P-EAGLE faster. ``rows``:
-    ``peagle_nb.step_phases.regime_rows``."""
+    ``peagle_nb.analysis.step_phases.regime_rows``."""
     fig = go.Figure()
     dashes = {0.0: "solid", 1.0: "dash"}
     colors = {"prose": "#1f77b4", "code": "#ff7f0e", "ja": "#2ca02c"}

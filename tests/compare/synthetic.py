@@ -7,7 +7,7 @@ import random
 
 from peagle_nb.compare.acceptance import AcceptanceCurve, geometric_rates
 from peagle_nb.compare.step_model import StepCost
-from peagle_nb.results import make_results
+from peagle_nb.files.results import make_results
 
 TRUTH = StepCost(v0=20.0, v1=0.8, e0=3.0, e1=0.3, p0=5.0, p1=0.4, label="truth")
 CURVES = {"eagle3": AcceptanceCurve(tuple(geometric_rates(0.70, 8, 0.97)), 0.6, "eagle3"),

@@ -1,7 +1,7 @@
 import json
 
 from peagle_nb.cli import main
-from peagle_nb.results import write_results
+from peagle_nb.files.results import write_results
 from tests.compare import synthetic
 
 

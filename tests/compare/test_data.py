@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare.data import load_results, measured_groups, runs_of, select
-from peagle_nb.results import ResultsFormatError, write_results
+from peagle_nb.files.results import ResultsFormatError, write_results
 from tests.compare import synthetic
 
 

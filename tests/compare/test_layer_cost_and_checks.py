@@ -2,12 +2,12 @@
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare import published as pub
 from peagle_nb.compare.layer_cost import gpu_per_layer_ms, per_layer_cost
 from peagle_nb.compare.measured_check import advice_vs_measured, explain
 from peagle_nb.compare.regime import published_split, rule_lines, when_peagle_wins
-from peagle_nb.results import read_results
+from peagle_nb.files.results import read_results
 
 
 def _phases(per_pass, per_layer, target_layers=8):

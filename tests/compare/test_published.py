@@ -2,9 +2,9 @@
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare import published as pub
-from peagle_nb.compare import published_sources as src
+from peagle_nb.lab.records import published_sources as src
 from peagle_nb.compare.data import runs_of, select
 
 WORKLOADS = ("MT-Bench", "HumanEval", "SPEED-Bench (Code)")
@@ -23,7 +23,7 @@ def fitted(doc):
 def test_committed_file_is_what_the_builder_writes():
     committed = (paths.results_dir() / "published.json").read_text(encoding="utf-8")
     assert committed == src.dumps(src.build_published()), \
-        "published.json differs from its builder: run python -m peagle_nb.compare.published_sources"
+        "published.json differs from its builder: run python -m peagle_nb.lab.records.published_sources"
 
 
 def test_every_blog_figure_is_there_with_its_source(doc):

@@ -5,7 +5,7 @@ lengths and stop points, K = 1..10), and bad batches get a clear error."""
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.engine import load_prompts
 from peagle_nb.engine.lean import LeanDecoder
 from peagle_nb.engine.lean.batch import BATCH_BUCKETS, BatchLeanDecoder, batch_bucket

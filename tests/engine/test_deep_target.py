@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.engine.decoder import SpecDecoder
 from peagle_nb.engine.lean.decoder import LeanDecoder
-from peagle_nb.head_io import export_head
+from peagle_nb.models.head_io import export_head
 from peagle_nb.models.heads import DraftHead, config_for_target, init_from_target
 from peagle_nb.models.target import V3_LAYERS, aux_layer_ids, load_target, make_config, mask_token_id, save_target
 

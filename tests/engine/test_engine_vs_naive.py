@@ -5,7 +5,7 @@ cached engine, with the shipped trained heads (where acceptance is high, so alig
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.engine import SpecDecoder, load_prompts
 
 MODELS = paths.models_dir()

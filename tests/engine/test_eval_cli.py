@@ -50,7 +50,7 @@ def test_eval_json(artifacts, capsys, method):
 
 
 def test_eval_sweep_writes_results(artifacts, capsys):
-    from peagle_nb.results import read_results
+    from peagle_nb.files.results import read_results
 
     out = artifacts / "sweep.json"
     rc = main(["eval", "--sweep", "--ks", "1,2", "--prompts", str(artifacts / "prompts.jsonl"), "--limit", "1",

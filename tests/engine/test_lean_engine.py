@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.engine import SpecDecoder, load_prompts
 from peagle_nb.engine.evaluate import evaluate, make_decoder
 from peagle_nb.engine.lean import LeanDecoder

@@ -2,7 +2,7 @@
 
 import pytest
 
-from peagle_nb import metrics
+from peagle_nb.analysis import metrics
 from peagle_nb.engine import SpecDecoder
 from peagle_nb.engine.evaluate import evaluate, summarize_sweep
 from tests.engine.helpers import OracleHead, tiny_target
@@ -121,7 +121,7 @@ def test_summary_drops_a_sweep_the_budget_cut_short():
 
 
 def test_tau_by_output_position_splits_each_prompt_at_the_edge():
-    from peagle_nb.metrics import tau_by_output_position
+    from peagle_nb.analysis.metrics import tau_by_output_position
 
     # prompt 1: steps keep 3, 3, 0, 0 -> they start at outputs 1, 5, 9, 10; prompt 2: 1, 1 -> start at 1, 3
     early, late = tau_by_output_position([3, 3, 0, 0, 1, 1], [4, 2], edge=9)

@@ -138,7 +138,7 @@ def test_smoke_speeds_are_shown_beside_the_recorded_cpu_sweep(rec, repo_root):
 def test_sampled_phases_and_regimes_are_the_recorded_h200_runs(rec, repo_root):
     import json
 
-    from peagle_nb.step_phases import regime_rows, sampled_phase_rows
+    from peagle_nb.analysis.step_phases import regime_rows, sampled_phase_rows
 
     doc = json.loads((repo_root / "data" / "results" / "engine_h200.json").read_text())
     for r in sampled_phase_rows(doc["phases"], doc["sampler_comparison"], 7):

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from peagle_nb import paths, step_phases
+from peagle_nb.files import paths
+from peagle_nb.analysis import step_phases
 
 NOTEBOOK = "03_peagle_mask_token_drafter.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K_MAX": 8, "COD_ANCHORS": 8, "COD_K": 4, "SPLIT_SEEDS": [0, 1, 2]}
@@ -143,7 +144,7 @@ def test_best_k_from_every_recorded_sweep(rec):
 def test_regimes_long_outputs_and_prefill_from_the_h200_record(rec, repo_root):
     import json
 
-    from peagle_nb.step_phases import regime_rows
+    from peagle_nb.analysis.step_phases import regime_rows
 
     doc = json.loads((repo_root / "data" / "results" / "engine_h200.json").read_text())
     rows = regime_rows(doc)

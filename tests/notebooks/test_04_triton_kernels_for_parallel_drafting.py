@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 NOTEBOOK = "04_triton_kernels_for_parallel_drafting.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "SEED": 0}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 NOTEBOOK = "06_deploy_to_sagemaker_ai.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "MODE": "local", "PRESET": "tiny-peagle"}

@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.compare.scenario import scenario_from_runs
-from peagle_nb.results import make_results, write_results
-from peagle_nb.step_phases import verdict
+from peagle_nb.files.results import make_results, write_results
+from peagle_nb.analysis.step_phases import verdict
 from tests.compare import synthetic
 
 NOTEBOOK = "07_compare_peagle_vs_eagle3.ipynb"

@@ -4,7 +4,7 @@ recorded GPU pair when the file is there, the gated GPT-OSS cell."""
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 
 NOTEBOOK = "08_japanese_and_domain_shift.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K": 7, "SEEDS": [0, 1, 2]}

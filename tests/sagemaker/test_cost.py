@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.sagemaker.cost import (instances_for, measured_cost_rows, published_cost_rows, published_ratio_records,
                                       usd_per_million_tokens)
 

@@ -234,7 +234,7 @@ def test_the_extra_in_pyproject_is_the_range_the_code_checks():
         import tomllib
     except ModuleNotFoundError:
         import tomli as tomllib
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.sagemaker._deps import PINS
     from tests.sagemaker.sdk_floor import floor_pins
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from tests.sagemaker.conftest import NOTHING, ROLE, leftovers
 
 pytest.importorskip("sagemaker.core.jumpstart.accessors")  # sagemaker.serve itself needs a region to import

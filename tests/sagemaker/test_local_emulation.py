@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from peagle_nb import paths
+from peagle_nb.files import paths
 from peagle_nb.sagemaker.local import LocalEndpoint, LocalRuntimeClient, ModelError, local_server_args
 from peagle_nb.sagemaker.plan import build_plan
 
@@ -83,7 +83,7 @@ def test_local_container_emulation_end_to_end():
 
 
 def test_a_head_for_another_target_is_refused_before_vllm_starts(tmp_path):
-    from peagle_nb import checkpoint
+    from peagle_nb.models import checkpoint
 
     small, big = ({"model_type": "llama", "vocab_size": 512, "hidden_size": h, "intermediate_size": 2 * h,
                    "num_hidden_layers": 8, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 32,

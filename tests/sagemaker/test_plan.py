@@ -109,7 +109,7 @@ def test_g7e_gets_the_cuda12_image_jumpstart_runs_there():
 def test_the_g7e_image_is_the_one_in_jumpstarts_recorded_spec():
     """Two independent sources agree: our choice for ml.g7e and JumpStart's P-EAGLE configuration."""
     pytest.importorskip("sagemaker.core.image_uris")
-    from peagle_nb import paths
+    from peagle_nb.files import paths
     from peagle_nb.sagemaker.jumpstart import PEAGLE_CONFIG, spec_configs
 
     spec = json.loads((paths.data_dir() / "sagemaker/jumpstart/openai-reasoning-gpt-oss-20b.json").read_text())

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from peagle_nb import checkpoint, paths
+from peagle_nb.models import checkpoint
+from peagle_nb.files import paths
 
 pytest.importorskip("vllm", reason="needs the `cpu` or `gpu` extra (vLLM)")
 
@@ -63,7 +64,7 @@ def prompt_ids(tiny_models) -> list[list[int]]:
     tok = AutoTokenizer.from_pretrained(tiny_models.target)
     prompts_file = paths.prompts_dir() / "prose.jsonl"
     if prompts_file.is_file():
-        from peagle_nb.prompts import load_prompts
+        from peagle_nb.text.prompts import load_prompts
 
         texts = load_prompts(prompts_file, 4)
     else:

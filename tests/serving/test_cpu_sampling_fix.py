@@ -41,7 +41,7 @@ def test_the_probe_finds_the_cpu_kernel_broken_and_install_is_reversible():
 
 @pytest.mark.slow
 def test_sampled_acceptance_near_temperature_zero_matches_greedy_only_with_the_fix(tiny_models, prompt_ids):
-    from peagle_nb.serving import sweep
+    from peagle_nb.lab.sweeps import vllm_sweep as sweep
 
     if not tiny_models.trained:
         pytest.skip("needs the trained heads: random heads get nothing accepted either way")

@@ -38,7 +38,7 @@ def _server_args(tiny_models, k):
 def test_real_server_openai_metrics_bench_and_cleanup_on_error(tiny_models, tmp_path):
     import openai
 
-    from peagle_nb import results
+    from peagle_nb.files import results
     from peagle_nb.cli import main as cli_main
 
     k = tiny_models.peagle_k

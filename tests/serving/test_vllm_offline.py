@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from peagle_nb import checkpoint
-from peagle_nb.serving import config, sweep
+from peagle_nb.models import checkpoint
+from peagle_nb.serving import config
+from peagle_nb.lab.sweeps import vllm_sweep as sweep
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

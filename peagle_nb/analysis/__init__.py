@@ -1,0 +1,1 @@
+"""Pure analysis of decoding runs: acceptance metrics, repetition, a step's phases, worked examples."""

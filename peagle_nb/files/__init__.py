@@ -1,0 +1,1 @@
+"""Where the suite's files live and the one format of its results files."""

@@ -1,0 +1,1 @@
+"""Sweeps that write ``data/results/``: the engine over K, lengths and temperatures; vLLM over K and concurrency."""

@@ -1,0 +1,1 @@
+"""Training runs on a GPU machine: the model family trained, evaluated and packed in one job."""

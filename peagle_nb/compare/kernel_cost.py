@@ -39,3 +39,21 @@ def prep_overhead(kernel_runs: Sequence[dict], batch: int = 1, k: int = 7, metri
                                 "measured_at": {"batch_size": pair["triton"]["batch_size"], "k": pair["triton"]["k"]}}
     out["saved_ms"] = sum(v["saved_ms"] for v in out["kernels"].values())
     return out
+
+
+def builder_at_batches(kernel_doc: dict, batches: Sequence[int], k: int = 7) -> list[dict]:
+    """The input builder's recorded device time (fused and eager, microseconds) at each batch size an engine ran,
+    from the nearest recorded configuration (notebook 04: the builder at the batches of the concurrency sweeps)."""
+    rows = []
+    for b in batches:
+        row: dict = {"batch_size": b}
+        for variant in ("triton", "eager"):
+            runs = [r for r in kernel_doc["runs"] if r.get("kernel") == "draft_inputs" and r.get("variant") == variant
+                    and r.get("device_us") is not None]
+            near = _nearest(runs, b, k)
+            if near is None:
+                raise ValueError("the kernel file has no draft_inputs triton/eager rows with device_us")
+            row[f"{variant}_device_us"] = round(near["device_us"], 2)
+            row["recorded_at"] = {"batch_size": near["batch_size"], "k": near["k"]}
+        rows.append(row)
+    return rows

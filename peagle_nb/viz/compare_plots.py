@@ -225,3 +225,19 @@ def panel_traces(fig: go.Figure, panel: str) -> list:
 def selected_k(fig: go.Figure) -> list:
     """x of every vertical marker line (the selected K) in a figure."""
     return [s.x0 for s in fig.layout.shapes if s.type == "line" and s.x0 == s.x1]
+
+
+def concurrency_shapes(rows: Sequence[dict], measured_name: str = "measured") -> go.Figure:
+    """P-EAGLE / EAGLE-3 at each concurrency over its value at the smallest one (``compare.concurrency.shapes``):
+    the suite's measured curve (solid) beside each published workload (dotted). Below 1: the gain falls with c."""
+    fig = go.Figure()
+    xs = [r["concurrency"] for r in rows]
+    names = [k for k in rows[0] if k != "concurrency"] if rows else []
+    for name in names:
+        pts = [(r["concurrency"], r[name]) for r in rows if name in r]
+        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
+                                 name=measured_name if name == "measured" else f"{name} (published)",
+                                 line=dict(dash="solid" if name == "measured" else "dot")))
+    fig.add_hline(y=1.0, line_color="#999", line_dash="dash")
+    fig.update_xaxes(type="log", tickvals=xs)
+    return _layout(fig, "The gain's shape over concurrency", "concurrent requests", "ratio / ratio at the smallest c")

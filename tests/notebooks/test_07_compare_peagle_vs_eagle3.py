@@ -75,10 +75,29 @@ def _published_checks(rec):
         assert rec[f"{key}.peagle_acceptance_gain_k7"] > 0.12
 
 
+def _concurrency_checks(rec, skipped):
+    """The suite's own curve over concurrency (the batched lean engine on a CPU), printed from its file."""
+    from peagle_nb.compare.concurrency import concurrency_rows
+    from peagle_nb.files.results import read_results
+
+    doc = read_results(paths.results_dir() / "concurrency" / "concurrency_cpu.json")
+    for row in concurrency_rows(doc, 0.0):
+        key = f"concurrency.cpu.T0.c{row['concurrency']}"
+        assert rec[f"{key}.verdict"] == row["verdict"]
+        assert rec[f"{key}.peagle_over_eagle3"] == pytest.approx(row["ratio"], abs=1e-3)
+    assert rec["concurrency.cpu.T0.c4.plain_over_c1"] > 1.5  # batching pays even on this CPU
+    assert rec["concurrency.cpu.vllm_tokens_equal"] is True  # vLLM's CPU build: the same greedy tokens
+    assert rec["concurrency.cpu.model_max_abs_error"] < 0.3  # the step model fitted to the file's own phases
+    assert 0 < rec["concurrency.cpu.shape_at_largest_c"] < 3
+    if not (paths.results_dir() / "concurrency" / "concurrency_h200.json").is_file():
+        assert "concurrency_h200" in skipped  # said, not silently dead
+
+
 def test_notebook_07_with_the_shipped_results(run_notebook):
     result = run_notebook(NOTEBOOK, **SMOKE_PARAMETERS)
     rec = result.records
     _published_checks(rec)
+    _concurrency_checks(rec, result.skipped)
     if "kernels_h200.json" in rec["data.measured_files"]:  # notebook 04's fused kernels, measured on an H200
         assert 0 < rec["kernels.peagle_prep_saved_ms_c1_k7"] < 1.0
         unfused = rec["what_if.P-EAGLE_prep_unfused.c1"]

@@ -60,6 +60,8 @@ class BatchResult:
     prefill_ms: float  # all prompts' prefills, one after another
     total_ms: float  # prefills and every step, wall clock
     step_wall_ms: list[float] = field(default_factory=list)  # each batch step
+    step_draft_ms: list[float] = field(default_factory=list)  # each batch step's drafting (0 for plain decoding)
+    step_verify_ms: list[float] = field(default_factory=list)  # each batch step's target pass and acceptance
 
     @property
     def new_tokens(self) -> int:
@@ -308,6 +310,8 @@ class BatchLeanDecoder(LeanDecoder):
                 self._draw_uniforms(live, gens)
             packet, ph, wall = self._batch_step(greedy)
             batch.step_wall_ms.append(wall)
+            batch.step_draft_ms.append(ph.get("draft", 0.0))
+            batch.step_verify_ms.append(ph["verify"])
             for b in live:
                 a = int(packet[b][0]) if self.method != "none" else 0
                 toks = (packet[b][2: 2 + a] + [packet[b][1]]) if self.method != "none" else [packet[b]]

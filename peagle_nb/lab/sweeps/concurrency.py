@@ -1,8 +1,8 @@
 """Throughput against concurrency, measured on the suite's own models with the batched lean engine.
 
-    python -m peagle_nb.lab.sweeps.concurrency --device cuda --out data/results/concurrency_h200.json
+    python -m peagle_nb.lab.sweeps.concurrency --device cuda --out data/results/concurrency/concurrency_h200.json
     python -m peagle_nb.lab.sweeps.concurrency --device cpu --concurrency 1 2 4 --ks 3 7 --max-new-tokens 48 \\
-        --sweeps 3 --out data/results/concurrency_cpu.json
+        --sweeps 3 --out data/results/concurrency/concurrency_cpu.json
 
 For every sweep (independent repeats), concurrency c, method (plain, EAGLE-3, P-EAGLE), K and temperature (greedy
 and T=1): c held-out prompts (prose, code and Japanese in turn) decoded together by ``BatchLeanDecoder`` (one
@@ -50,6 +50,9 @@ def _run_record(batch, c: int, method: str, k: int, temperature: float, sweep: i
             "total_ms": round(batch.total_ms, 3), "prefill_ms": round(batch.prefill_ms, 3),
             "tokens_per_s": round(batch.tokens_per_s, 3), "tpot_ms": round(statistics.median(tpot), 4),
             "steps": len(batch.step_wall_ms), "step_wall_ms_p50": round(statistics.median(batch.step_wall_ms), 4),
+            # the step model's inputs (peagle_nb.compare.step_model.fit_step_cost): a batch step's phases, median
+            "draft_ms_per_step": round(statistics.median(batch.step_draft_ms), 4) if method != "none" else None,
+            "verify_ms_per_step": round(statistics.median(batch.step_verify_ms), 4),
             "tau": round(sum(s.accepted + 1 for s in steps) / len(steps), 4) if steps else None,
             "accepted_per_request": [sum(s.accepted for s in r.steps) for r in batch.results]}
 

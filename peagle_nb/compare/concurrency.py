@@ -1,0 +1,93 @@
+"""Throughput against concurrency on the suite's own engine, beside the published curve. Explained in notebook 07.
+
+Reads a concurrency results file (``data/results/concurrency_*.json``, written by the batched lean engine's
+sweep): per concurrency c, each method's best K and tokens/s, P-EAGLE / EAGLE-3 with its verdict over sweeps;
+fits the step-time model (``step_model.fit_step_cost``) to the file's own step phases and predicts the ratio at
+every c from it and the measured acceptance; and sets the measured curve's shape (the ratio at c over the ratio
+at the smallest c) beside the published GPT-OSS-20B curve's shape.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from peagle_nb.compare.step_model import StepCost, fit_step_cost
+
+
+def concurrency_rows(doc: dict, temperature: float = 0.0) -> list[dict]:
+    """One row per concurrency from the file's summary at ``temperature``: plain tokens/s and its gain over the
+    smallest c, each method's best K and tokens/s, P-EAGLE / EAGLE-3 (median over sweeps, min, max, verdict)."""
+    rows = []
+    for key, cell in doc["summary"].items():
+        c, t = key.split(".T")
+        if float(t) != temperature:
+            continue
+        row = {"concurrency": int(c.removeprefix("c"))}
+        if "none" in cell:
+            row["plain_tokens_per_s"] = cell["none"]["tokens_per_s"]
+            row["plain_over_c1"] = cell["none"].get("over_c1")
+        for m in ("eagle3", "peagle"):
+            if m in cell:
+                row[f"{m}_best_k"] = cell[m]["best_k"]
+                row[f"{m}_tokens_per_s"] = cell[m]["tokens_per_s"]
+        ratio = cell.get("peagle_over_eagle3")
+        if ratio:
+            row.update(ratio=ratio["median"], ratio_min=min(ratio["sweeps"]), ratio_max=max(ratio["sweeps"]),
+                       verdict=ratio["verdict"])
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["concurrency"])
+
+
+def _median_by(runs: Sequence[dict], key: str) -> dict[tuple, float]:
+    groups: dict[tuple, list[float]] = {}
+    for r in runs:
+        groups.setdefault((r["concurrency"], r["method"], r["k"]), []).append(r[key])
+    return {g: statistics.median(v) for g, v in groups.items()}
+
+
+def fit_own_step_cost(doc: dict, temperature: float = 0.0) -> StepCost:
+    """The step-time model fitted to the file's step phases at ``temperature`` (every concurrency and K)."""
+    runs = [r for r in doc["runs"] if r["temperature"] == temperature]
+    return fit_step_cost(runs, label=f"{doc['machine'].get('device', 'this machine')} (measured curve)")
+
+
+def predicted_vs_measured(doc: dict, temperature: float = 0.0) -> list[dict]:
+    """Per concurrency: P-EAGLE / EAGLE-3 at each one's best K as measured (median tokens/s over sweeps) and as the
+    model fitted to the same file predicts it (its step times, the measured acceptance length of each K)."""
+    cost = fit_own_step_cost(doc, temperature)
+    runs = [r for r in doc["runs"] if r["temperature"] == temperature and r["method"] != "none"]
+    tau, rate = _median_by(runs, "tau"), _median_by(runs, "tokens_per_s")
+    rows = []
+    for c in sorted({g[0] for g in tau}):
+        best = {}
+        for m in ("eagle3", "peagle"):
+            ks = sorted(g[2] for g in tau if g[0] == c and g[1] == m)
+            pred = {k: 1000.0 * c * tau[(c, m, k)] / (cost.draft_ms(m, k, c) + cost.verify_ms(c * (k + 1), c))
+                    for k in ks}
+            best[m] = (max(ks, key=lambda k: rate[(c, m, k)]), max(ks, key=pred.get), max(pred.values()),
+                       max(rate[(c, m, k)] for k in ks))
+        rows.append({"concurrency": c, "measured_ratio": best["peagle"][3] / best["eagle3"][3],
+                     "predicted_ratio": best["peagle"][2] / best["eagle3"][2],
+                     "measured_best_k": {m: best[m][0] for m in best},
+                     "predicted_best_k": {m: best[m][1] for m in best}})
+    for r in rows:
+        r["error"] = r["predicted_ratio"] / r["measured_ratio"] - 1
+    return rows
+
+
+def shapes(doc: dict, published_ratios: dict[str, dict[int, float]], temperature: float = 0.0) -> list[dict]:
+    """The measured ratio at each c over the ratio at the file's smallest c, beside the same for each published
+    workload (``published.anchors_20b``' ``ratio`` maps): a falling curve has values below 1."""
+    rows = concurrency_rows(doc, temperature)
+    base = rows[0]["ratio"]
+    out = []
+    for r in rows:
+        c = r["concurrency"]
+        row = {"concurrency": c, "measured": r["ratio"] / base}
+        for workload, ratio in published_ratios.items():
+            low = min(ratio)
+            if c in ratio:
+                row[workload] = ratio[c] / ratio[low]
+        out.append(row)
+    return out

@@ -399,11 +399,10 @@ class LeanDecoder:
         return dict(tokens=[tok], num_drafts=0, accepted=0, new_tokens=1, draft_ms=0.0, verify_ms=ph["verify"],
                     bookkeeping_ms=max(wall - ph["verify"], 0.0), wall_ms=wall)
 
-    def _spec_step(self, greedy, temperature, gen) -> dict:
+    def _spec_phases(self, greedy: bool) -> None:
+        """One speculative step's four phases, each a captured step, marked on the clock (``BatchLeanDecoder``
+        runs the same sequence over its batch)."""
         clock = self.clock
-        clock.start()
-        if not greedy:  # the step's draws (engine.verify.step_uniforms' layout), before the captured phases
-            self.uniforms.uniform_(generator=gen)
         self._step("build", self._build)()
         clock.mark("bookkeeping")
         self._step(f"draft_{greedy}", lambda: self._draft(greedy))()
@@ -412,6 +411,13 @@ class LeanDecoder:
         clock.mark("verify")
         self._step("update", self._update)()
         clock.mark("bookkeeping")
+
+    def _spec_step(self, greedy, temperature, gen) -> dict:
+        clock = self.clock
+        clock.start()
+        if not greedy:  # the step's draws (engine.verify.step_uniforms' layout), before the captured phases
+            self.uniforms.uniform_(generator=gen)
+        self._spec_phases(greedy)
         packet = self.packet.tolist()
         wall = clock.wall_ms()
         ph = clock.phases_ms()

@@ -89,3 +89,18 @@ def test_recorded_gpu_pair_is_read_when_present(rec):
 
 def test_gpu_cell_says_why_it_skips(rec):
     assert "NVIDIA GPU" in rec["skipped.gpu_gpt_oss_ja"] and "RUN_GPU=True" in rec["skipped.gpu_gpt_oss_ja"]
+
+
+def test_corpus_v3_totals_and_the_v3_family_gate(rec):
+    from peagle_nb.text import corpus_v3
+
+    manifest = corpus_v3.load_manifest()
+    train = sum(t["train"]["tokens"] for t in manifest["totals"].values())
+    assert rec["corpus_v3.train_tokens"] == train >= 75_000_000  # the floor: twenty times the tiny corpus
+    assert rec["corpus_v3.over_tiny_train_tokens"] >= 20
+    reserved = {p.lower() for p in rec["corpus_v3.reserved_packages"]}
+    assert {"click", "jinja2", "attrs", "flask", "itsdangerous"} <= reserved
+    if (paths.models_dir() / "v3-target" / "training_log.json").is_file():
+        assert rec["family_v3.weights_match_card"] is True
+    else:  # not in git: the cell says why it is skipped and how to make the folder
+        assert "--family v3" in rec["skipped.family_v3"] and "too large for git" in rec["skipped.family_v3"]

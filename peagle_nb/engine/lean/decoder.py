@@ -282,20 +282,7 @@ class LeanDecoder:
 
     # -------------------------------------------------------------------------------------- generation
     def _check_args(self, prompt_ids, max_new_tokens, temperature) -> torch.Tensor:
-        checks.check_prompt(prompt_ids)
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        prompt = torch.as_tensor(list(prompt_ids) if not torch.is_tensor(prompt_ids) else prompt_ids,
-                                 dtype=torch.long).reshape(-1)
-        if int(prompt.max()) >= self.vocab or int(prompt.min()) < 0:
-            raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {self.vocab})")
-        need = prompt.numel() + max_new_tokens + 2 * self.k + 1
-        if need > self.capacity:
-            raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting "
-                             f"slots need {need} positions, more than the model's {self.capacity} "
-                             "(max_position_embeddings): shorten the prompt or generate fewer tokens")
+        prompt = checks.check_generate_args(prompt_ids, max_new_tokens, temperature, self.vocab, self.capacity, self.k)
         return prompt.to(self.device)
 
     def generate(self, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,

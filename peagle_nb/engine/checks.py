@@ -1,10 +1,13 @@
 """Clear errors before decoding: a head that does not fit the target, K past the trained depth,
-a P-EAGLE head without its placeholders, an empty prompt. Explained in notebooks 02 and 03.
+a P-EAGLE head without its placeholders, a prompt or generation length the decoder cannot take.
+Explained in notebooks 02 and 03.
 """
 
 from __future__ import annotations
 
 import warnings
+
+import torch
 
 METHODS = ("none", "eagle3", "peagle")
 
@@ -101,3 +104,27 @@ def check_prompt(prompt_ids) -> None:
     if prompt_ids is None or len(prompt_ids) == 0:
         raise ValueError("empty prompt: speculative decoding needs at least one prompt token (the target's "
                          "features at the last prompt position seed the drafter); pass a non-empty prompt")
+
+
+def check_generate_args(prompt_ids, max_new_tokens: int, temperature: float, vocab: int,
+                        capacity: int | None = None, k: int = 0) -> torch.Tensor:
+    """The arguments of a decoder's ``generate`` -> the prompt as a 1-D int64 tensor, for the caller to move.
+
+    ``vocab``: the target's vocabulary size. ``capacity`` (None: unchecked): the positions the decoder's cache
+    holds, which must fit the prompt, ``max_new_tokens`` and 2K + 1 drafting slots for K drafts per step.
+    """
+    check_prompt(prompt_ids)
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    prompt = torch.as_tensor(list(prompt_ids) if not torch.is_tensor(prompt_ids) else prompt_ids,
+                             dtype=torch.long).reshape(-1)
+    if int(prompt.max()) >= vocab or int(prompt.min()) < 0:
+        raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {vocab})")
+    need = prompt.numel() + max_new_tokens + 2 * k + 1
+    if capacity is not None and need > capacity:
+        raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting "
+                         f"slots need {need} positions, more than the model's {capacity} "
+                         "(max_position_embeddings): shorten the prompt or generate fewer tokens")
+    return prompt

@@ -85,15 +85,7 @@ class SpecDecoder:
 
         Stops early after ``eos_token_id`` when given (default: never, as benchmarks do).
         """
-        checks.check_prompt(prompt_ids)
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        prompt = torch.as_tensor(list(prompt_ids) if not torch.is_tensor(prompt_ids) else prompt_ids,
-                                 dtype=torch.long).reshape(-1).to(self.device)
-        if int(prompt.max()) >= self.vocab or int(prompt.min()) < 0:
-            raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {self.vocab})")
+        prompt = checks.check_generate_args(prompt_ids, max_new_tokens, temperature, self.vocab).to(self.device)
         gen = torch.Generator(device=self.device).manual_seed(seed) if temperature > 0 else None
         clock = _Clock(self.device)
         self.runner.reset()

@@ -51,6 +51,29 @@ def one_hot_q(ids: torch.Tensor, vocab: int) -> torch.Tensor:
     return q
 
 
+def pick_drafts(logits: torch.Tensor, greedy: bool, draft_sampling: str, inv_t: torch.Tensor | None, uniforms,
+                d2t_ids: torch.Tensor, *, tokens_out: torch.Tensor | None = None,
+                probs_out: torch.Tensor | None = None, use_triton: bool | None = None):
+    """The one rule both engines pick drafts by: drafter logits [n, Vd] -> (target ids [n], the drafter's q over the
+    draft vocabulary [n, Vd] for rule "sample" at T > 0, else None).
+
+    ``greedy`` (temperature 0): the argmax. At T > 0, ``peagle_kernels.draft_sample`` with 1/T per row ``inv_t`` [n]
+    and the rows' draws ``uniforms`` [n, Vd]: rule "sample" draws from q, rule "greedy" takes the argmax (verified as
+    if q were one-hot). ``d2t_ids`` [Vd]: draft id -> target id. ``tokens_out`` / ``probs_out``: buffers to write
+    into (a CUDA graph's static tensors); ``use_triton`` as ``draft_sample``'s.
+    """
+    if greedy:
+        ids = d2t_ids[logits.argmax(-1)]
+        if tokens_out is None:
+            return ids, None
+        tokens_out.copy_(ids)
+        return tokens_out, None
+    sample = draft_sampling == "sample"
+    ids, q = draft_sample(logits, inv_t, uniforms if sample else None, d2t_ids, sample=sample, tokens_out=tokens_out,
+                          probs_out=probs_out, use_triton=use_triton)
+    return ids, (q if sample else None)
+
+
 def _new_cache(head):
     make = getattr(head, "new_cache", None)  # a head may bring its own cache type (test doubles do)
     if make is not None:
@@ -78,14 +101,14 @@ class _Drafter:
 
     def _pick(self, logits: torch.Tensor, temperature: float, uniforms) -> tuple[torch.Tensor, torch.Tensor | None]:
         """draft logits [n, Vd] -> (target ids [n], q over the target vocab [n, V] or None); ``uniforms`` [n, Vd]
-        are the draws of these rows (``peagle_kernels.draft_sample``: the same pick as the lean engine's)."""
-        ids = self.head.draft_to_target(logits.argmax(-1)).long()
-        if temperature <= 0:
+        are the draws of these rows (``pick_drafts``: the same pick as the lean engine's)."""
+        greedy = temperature <= 0
+        inv_t = None if greedy else inv_temperature(temperature, logits.shape[0], logits.device)
+        ids, q_draft = pick_drafts(logits, greedy, self.draft_sampling, inv_t, uniforms, self.d2t_ids)
+        if greedy:
             return ids, None
-        if self.draft_sampling == "greedy":  # vLLM's default: argmax drafts, verified as if q were one-hot
+        if q_draft is None:  # rule "greedy" (vLLM's default): argmax drafts, verified as if q were one-hot
             return ids, one_hot_q(ids, self.vocab)
-        ids, q_draft = draft_sample(logits, inv_temperature(temperature, logits.shape[0], logits.device), uniforms,
-                                    self.d2t_ids)
         q = torch.zeros(logits.shape[0], self.vocab, device=logits.device)
         q[:, self.d2t_ids] = q_draft
         return ids, q

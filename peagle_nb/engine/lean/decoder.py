@@ -35,12 +35,11 @@ import weakref
 import torch
 
 from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
-from peagle_kernels.draft_sample import draft_sample
 from peagle_kernels.greedy_verify import greedy_verify
 from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
 from peagle_kernels.sampled_verify import sampled_verify
 from peagle_nb.engine import checks
-from peagle_nb.engine.drafting import check_draft_sampling
+from peagle_nb.engine.drafting import check_draft_sampling, pick_drafts
 from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
 from peagle_nb.engine.lean.graphs import PhaseClock, Step
 from peagle_nb.engine.stats import GenerationResult, StepStats
@@ -214,12 +213,13 @@ class LeanDecoder:
         di = build_draft_inputs(*args, **kw, max_query_len=self.k + 1, check_values=False)
         return di, expand_hidden(projected, self.mask_h, di.hidden_src, check_values=False)
 
-    def _sample_rows(self, logits, j: int) -> None:
-        """Drafts j.. from their logits [n, Vd] at T > 0 (``peagle_kernels.draft_sample``) into ``drafts`` / ``q``."""
+    def _pick_rows(self, logits, j: int, greedy: bool) -> None:
+        """Drafts j.. from their logits [n, Vd] into ``drafts`` (and ``q``): ``drafting.pick_drafts``, SpecDecoder's
+        rule, on the step's static buffers."""
         n = logits.shape[0]
-        draft_sample(logits, self.inv_t_rows[j: j + n], self.u_draft[j: j + n], self.d2t_ids,
-                     sample=self.draft_sampling == "sample", tokens_out=self.drafts[j: j + n],
-                     probs_out=self.q[j: j + n], use_triton=self.kernel_triton)
+        pick_drafts(logits, greedy, self.draft_sampling, self.inv_t_rows[j: j + n], self.u_draft[j: j + n],
+                    self.d2t_ids, tokens_out=self.drafts[j: j + n], probs_out=self.q[j: j + n],
+                    use_triton=self.kernel_triton)
 
     def _draft_pass(self, greedy: bool):
         """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""
@@ -230,10 +230,7 @@ class LeanDecoder:
         if self.method == "eagle3":
             self.chain_h.copy_(pre[rows])
             self.chain_p.copy_(di.positions[rows] + 1)
-        if greedy:
-            self.drafts[: logits.shape[0]].copy_(self.lh.to_target_ids(logits.argmax(-1)))
-        else:
-            self._sample_rows(logits, 0)
+        self._pick_rows(logits, 0, greedy)
         return logits
 
     def _chain_pass(self, j: int, greedy: bool):
@@ -242,10 +239,7 @@ class LeanDecoder:
         logits = self.lh.logits(pre)
         self.chain_h.copy_(pre)
         self.chain_p.add_(1)
-        if greedy:
-            self.drafts[j: j + 1].copy_(self.lh.to_target_ids(logits.argmax(-1)))
-        else:
-            self._sample_rows(logits, j)
+        self._pick_rows(logits, j, greedy)
         return logits
 
     def _draft(self, greedy: bool):
@@ -282,20 +276,7 @@ class LeanDecoder:
 
     # -------------------------------------------------------------------------------------- generation
     def _check_args(self, prompt_ids, max_new_tokens, temperature) -> torch.Tensor:
-        checks.check_prompt(prompt_ids)
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        prompt = torch.as_tensor(list(prompt_ids) if not torch.is_tensor(prompt_ids) else prompt_ids,
-                                 dtype=torch.long).reshape(-1)
-        if int(prompt.max()) >= self.vocab or int(prompt.min()) < 0:
-            raise ValueError(f"prompt holds token ids outside the target vocabulary [0, {self.vocab})")
-        need = prompt.numel() + max_new_tokens + 2 * self.k + 1
-        if need > self.capacity:
-            raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + 2K drafting "
-                             f"slots need {need} positions, more than the model's {self.capacity} "
-                             "(max_position_embeddings): shorten the prompt or generate fewer tokens")
+        prompt = checks.check_generate_args(prompt_ids, max_new_tokens, temperature, self.vocab, self.capacity, self.k)
         return prompt.to(self.device)
 
     def generate(self, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import torch
 
 from peagle_kernels.draft_inputs import build_draft_inputs, eager_draft_inputs
-from peagle_kernels.draft_sample import draft_sample
 from peagle_kernels.greedy_verify import greedy_verify
 from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
 from peagle_kernels.sampled_verify import sampled_verify
+from peagle_nb.engine.drafting import pick_drafts
 from peagle_nb.engine.lean.decoder import LeanDecoder
 from peagle_nb.engine.stats import GenerationResult, StepStats
 from peagle_nb.engine.verify import inv_temperature, sample_token
@@ -172,25 +172,21 @@ class BatchLeanDecoder(LeanDecoder):
             self.chain_h.copy_(pre[rows])
             self.chain_p.copy_(di.positions[rows] + 1)
             self._pick(logits, 0, greedy)
-        elif greedy:
-            self.drafts.copy_(self.lh.to_target_ids(logits.argmax(-1)).view(self.bucket, self.k))
-        else:
-            draft_sample(logits, self.inv_t_rows, self.u_draft.view(-1, self.u_draft.shape[-1]), self.d2t_ids,
-                         sample=self.draft_sampling == "sample", tokens_out=self.drafts.view(-1),
-                         probs_out=self.q.view(-1, self.q.shape[-1]), use_triton=self.kernel_triton)
+        else:  # P-EAGLE: every request's K drafts, request-major, in one call
+            vd = self.q.shape[-1]
+            pick_drafts(logits, greedy, self.draft_sampling, self.inv_t_rows, self.u_draft.view(-1, vd), self.d2t_ids,
+                        tokens_out=self.drafts.view(-1), probs_out=self.q.view(-1, vd), use_triton=self.kernel_triton)
         return logits
 
     def _pick(self, logits, j: int, greedy: bool) -> None:
         """EAGLE-3's draft j of every request from its pass's logits [B, Vd] into ``drafts[:, j]`` (and ``q``)."""
-        if greedy:
-            self.drafts[:, j].copy_(self.lh.to_target_ids(logits.argmax(-1)))
-            return
-        self.u_pass.copy_(self.u_draft[:, j])
-        tok, _ = draft_sample(logits, self.inv_t_rows[: self.bucket], self.u_pass, self.d2t_ids,
-                              sample=self.draft_sampling == "sample", probs_out=self.q_pass,
-                              use_triton=self.kernel_triton)
+        if not greedy:
+            self.u_pass.copy_(self.u_draft[:, j])  # the kernel reads each row's draws contiguously
+        tok, q = pick_drafts(logits, greedy, self.draft_sampling, self.inv_t_rows[: self.bucket], self.u_pass,
+                             self.d2t_ids, probs_out=self.q_pass, use_triton=self.kernel_triton)
         self.drafts[:, j].copy_(tok)
-        self.q[:, j].copy_(self.q_pass)
+        if q is not None:
+            self.q[:, j].copy_(q)
 
     def _chain_pass(self, j: int, greedy: bool):
         pre = self.lh.forward(self.drafts[:, j - 1], self.chain_h, self.chain_p, self.req_start + self.chain_p,

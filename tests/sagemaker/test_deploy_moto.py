@@ -256,13 +256,18 @@ def test_moto_accepts_aws_instance_types_and_still_rejects_a_typo(aws):
             {"VariantName": "v", "ModelName": "m", "InitialInstanceCount": 1, "InstanceType": "ml.g6e.2xlage"}])
 
 
-def test_cleanup_finds_only_tagged_leftovers_and_uploads(aws, tmp_path):
+def _plan_with_local_folders(tmp_path):
+    """A tiny-peagle plan whose target and head are local folders (uploaded to S3 by the deployment)."""
     target, head = tmp_path / "t", tmp_path / "h"
     for folder in (target, head):
         folder.mkdir()
         (folder / "config.json").write_text("{}")
-    plan = build_plan("tiny-peagle", target=str(target), head=str(head), region=REGION, role_arn=ROLE,
+    return build_plan("tiny-peagle", target=str(target), head=str(head), region=REGION, role_arn=ROLE,
                       s3_bucket=BUCKET)
+
+
+def test_cleanup_finds_only_tagged_leftovers_and_uploads(aws, tmp_path):
+    plan = _plan_with_local_folders(tmp_path)
     dep = Deployment(plan, session=aws, **_quiet()).create()
     dep.created.clear()  # simulate a crashed kernel: the deployment object forgot its resources
     sm, s3 = aws.client("sagemaker"), aws.client("s3")
@@ -282,12 +287,7 @@ def test_cleanup_finds_only_tagged_leftovers_and_uploads(aws, tmp_path):
 
 
 def test_cleanup_finds_uploads_of_a_run_that_died_before_create_model(aws, tmp_path):
-    target, head = tmp_path / "t", tmp_path / "h"
-    for folder in (target, head):
-        folder.mkdir()
-        (folder / "config.json").write_text("{}")
-    plan = build_plan("tiny-peagle", target=str(target), head=str(head), region=REGION, role_arn=ROLE,
-                      s3_bucket=BUCKET)
+    plan = _plan_with_local_folders(tmp_path)
     # The first step of create(); the kernel then dies: no model records where the uploads went.
     Deployment(plan, session=aws, **_quiet())._upload_local_artifacts()
     tag = ("peagle-nb:run", plan.run_id)

@@ -130,7 +130,7 @@ def test_family_v3_target_at_smoke_size_reuses_the_tokenizer_lifts_small_domains
     monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
     monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
     out = tmp_path / "out"
-    assert family.main(["target", "--family", "v3", "--smoke", "--runs", "20", "--out", str(out), "--work",
+    assert family.main(["target", "--family", "v3", "--smoke", "--runs", "6", "--out", str(out), "--work",
                         str(tmp_path / "work")]) == 0
     summary = json.loads((out / "family_target.json").read_text())
     assert summary["command"].endswith("--family v3 --smoke")

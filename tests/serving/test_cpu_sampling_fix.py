@@ -26,6 +26,7 @@ def test_expand_repeats_each_requests_value_for_its_tokens():
 def test_the_probe_finds_the_cpu_kernel_broken_and_install_is_reversible():
     from vllm.v1.sample import rejection_sampler
 
+    cpu_sampling_fix.uninstall()  # an earlier in-process engine of this session may have left the fix in place
     original = rejection_sampler.expand_batch_to_tokens
     if not cpu_sampling_fix.vllm_cpu_expand_is_broken():  # a vLLM release that fixed it: nothing is patched
         assert cpu_sampling_fix.install() is False and not cpu_sampling_fix.active()

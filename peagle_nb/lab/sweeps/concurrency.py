@@ -29,6 +29,7 @@ from peagle_nb.engine.evaluate import ratio_verdict
 from peagle_nb.engine.lean import BatchLeanDecoder, LeanDecoder
 from peagle_nb.files import paths
 from peagle_nb.files.results import make_results, read_results, write_results
+from peagle_nb.analysis import repetition
 from peagle_nb.text.prompts import load_prompts
 
 SETS = ("prose", "code", "ja")
@@ -41,8 +42,11 @@ def concurrency_prompts(tokenizer, c: int) -> list[list[int]]:
     return [tokenizer(t)["input_ids"] for t in texts]
 
 
-def _run_record(batch, c: int, method: str, k: int, temperature: float, sweep: int, max_new_tokens: int) -> dict:
+def _run_record(batch, prompts, c: int, method: str, k: int, temperature: float, sweep: int,
+                max_new_tokens: int) -> dict:
     steps = [s for r in batch.results for s in r.steps]
+    # tau on fresh text: steps whose first drafted position lies inside a repeated 8-gram are loop copying
+    drafting = repetition.drafting_report((p, r.tokens, r.steps) for p, r in zip(prompts, batch.results))
     decode_ms = batch.total_ms - batch.prefill_ms
     tpot = [decode_ms / max(1, len(r.tokens) - 1) for r in batch.results]
     return {"method": method, "k": k, "concurrency": c, "bucket": batch.bucket, "temperature": temperature,
@@ -54,6 +58,9 @@ def _run_record(batch, c: int, method: str, k: int, temperature: float, sweep: i
             "draft_ms_per_step": round(statistics.median(batch.step_draft_ms), 4) if method != "none" else None,
             "verify_ms_per_step": round(statistics.median(batch.step_verify_ms), 4),
             "tau": round(sum(s.accepted + 1 for s in steps) / len(steps), 4) if steps else None,
+            "repetition_fraction": round(drafting["repetition_fraction"], 4),
+            "tau_fresh": (round(drafting["fresh"]["tau"], 4)
+                          if method != "none" and drafting["fresh"]["tau"] == drafting["fresh"]["tau"] else None),
             "accepted_per_request": [sum(s.accepted for s in r.steps) for r in batch.results]}
 
 
@@ -71,7 +78,7 @@ def sweep_concurrency(target, tokenizer, heads: dict, concurrency, ks, temperatu
                 for sweep in range(sweeps):
                     seeds = [1000 * sweep + i for i in range(c)]
                     batch = dec.generate(prompts, max_new_tokens, temperature, seeds)
-                    runs.append(_run_record(batch, c, method, k, temperature, sweep, max_new_tokens))
+                    runs.append(_run_record(batch, prompts, c, method, k, temperature, sweep, max_new_tokens))
                 log(f"c={c:3d} {method:6s} K={k:2d} T={temperature:g}: " + ", ".join(
                     f"{r['tokens_per_s']:.0f}" for r in runs[-sweeps:]) + " tok/s")
     return runs

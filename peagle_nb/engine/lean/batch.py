@@ -127,7 +127,7 @@ class BatchLeanDecoder(LeanDecoder):
         n = prompt.numel()
         positions = torch.arange(n, device=self.device)
         start = self.req_start[b]
-        starts = start.expand(n)
+        starts = start.expand(n).contiguous()  # a kernel reads one start per row
         logits, feats = self.lt.forward(prompt, positions, start + positions, self.tcache, self.layer_ids,
                                         logits_rows=slice(-1, None), starts=starts)
         if self.method != "none" and n > 1:

@@ -16,7 +16,7 @@ checks and graph capture, and changes only what a batch changes:
   ``update`` keeps its state, so it re-verifies the same block until the batch ends, inside its own slots.
 
 The batch is padded to a bucket of ``BATCH_BUCKETS`` so that a GPU captures one graph per phase per
-(bucket, K). Prompts are prefilled one request at a time (each its own length). At T > 0 every request draws its
+(bucket, K). All prompts are prefilled in one pass (each row its own position and request). At T > 0 every request draws its
 step's uniforms from its own generator in the single decoder's layout, so it gets the tokens it gets alone.
 """
 
@@ -57,7 +57,7 @@ class BatchResult:
 
     results: list[GenerationResult]
     bucket: int  # the batch size the steps ran at (requests + frozen padding slots)
-    prefill_ms: float  # all prompts' prefills, one after another
+    prefill_ms: float  # all prompts' prefill (one pass)
     total_ms: float  # prefills and every step, wall clock
     step_wall_ms: list[float] = field(default_factory=list)  # each batch step
     step_draft_ms: list[float] = field(default_factory=list)  # each batch step's drafting (0 for plain decoding)
@@ -76,14 +76,15 @@ class BatchLeanDecoder(LeanDecoder):
     """Decode up to ``max_batch`` prompts together with ``method`` and K drafts per step; ``generate`` takes a list of
     prompts and returns a ``BatchResult`` whose per-request results equal ``LeanDecoder.generate`` on each alone.
 
-    Arguments as ``LeanDecoder`` (``pad_prefill`` is not offered: prompts are prefilled unpadded, one by one)."""
+    Arguments as ``LeanDecoder`` (``pad_prefill`` is not offered: a batch of one is prefilled as the single decoder
+    does, several prompts together in one unpadded pass)."""
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1, max_batch: int = 8,
                  use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
                  sampler: str = "fused"):
         self.bucket = batch_bucket(max_batch)
         super().__init__(target, tokenizer, head, method, k, use_graphs=use_graphs, builder=builder,
-                         draft_sampling=draft_sampling, sampler=sampler, pad_prefill=False)
+                         draft_sampling=draft_sampling, sampler=sampler, pad_prefill=None)
         self._make_batch_buffers()
 
     # ------------------------------------------------------------------------------------------- buffers
@@ -122,18 +123,35 @@ class BatchLeanDecoder(LeanDecoder):
         self.inv_t_rows = torch.zeros(B * K, dtype=torch.float32, device=dev)
 
     # ------------------------------------------------------------------------------------------ prefill
-    def _prefill_request(self, b: int, prompt) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``LeanDecoder._prefill`` of one prompt into request b's slots -> (last row's logits [V], features)."""
-        n = prompt.numel()
-        positions = torch.arange(n, device=self.device)
-        start = self.req_start[b]
-        starts = start.expand(n).contiguous()  # a kernel reads one start per row
-        logits, feats = self.lt.forward(prompt, positions, start + positions, self.tcache, self.layer_ids,
-                                        logits_rows=slice(-1, None), starts=starts)
-        if self.method != "none" and n > 1:
-            self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], start + positions[:-1],
-                            self.hcache, starts=starts[:-1])
-        return logits[-1].float(), None if feats is None else feats[-1]
+    def _prefill_all(self, prompts) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """Every prompt's prefill into its request's slots -> per request (last row's logits [V], features [F]).
+
+        One batch, one request: the single decoder's own prefill (padded and replayed as a graph on a GPU; request 0
+        owns slots from 0, so nothing changes). Several: ONE eager pass over all prompts' rows laid end to end, each
+        row with its own position and its request's first slot (``starts``), so launch costs are paid once per
+        layer and not once per request. The drafter's context rows follow (each prompt without its last row).
+        """
+        if len(prompts) == 1 and self.pad_prefill:
+            return [LeanDecoder._prefill(self, prompts[0])]
+        dev = self.device
+        lengths = [p.numel() for p in prompts]
+        ids = torch.cat(prompts)
+        positions = torch.cat([torch.arange(n, device=dev) for n in lengths])
+        starts = torch.cat([self.req_start[b].expand(n) for b, n in enumerate(lengths)])  # cat: contiguous
+        last = torch.tensor(lengths, device=dev).cumsum(0) - 1  # each prompt's last row
+        logits, feats = self.lt.forward(ids, positions, starts + positions, self.tcache, self.layer_ids,
+                                        logits_rows=last, starts=starts)
+        if self.method != "none":
+            # slot i of a request holds (token x_{i+1}, feature f_i): every row but a prompt's last gives a feature,
+            # every row but a prompt's first gives a token
+            has_next = torch.ones(ids.numel(), dtype=torch.bool, device=dev)
+            has_next[last] = False
+            is_next = torch.ones_like(has_next)
+            is_next[torch.cat([last.new_zeros(1), last[:-1] + 1])] = False
+            if bool(has_next.any()):
+                self.lh.forward(ids[is_next], self.lh.project(feats[has_next]), positions[has_next],
+                                (starts + positions)[has_next], self.hcache, starts=starts[has_next])
+        return [(logits[b].float(), None if feats is None else feats[last[b]]) for b in range(len(prompts))]
 
     # ------------------------------------------------------------------------------------------- phases
     def _plain(self, greedy: bool):
@@ -251,9 +269,9 @@ class BatchLeanDecoder(LeanDecoder):
             self.capture_ms += (time.perf_counter() - t0) * 1e3
         return self._generate_batch(checked, budgets, temperature, seeds, eos_token_id)
 
-    def _start_request(self, b: int, prompt, greedy: bool, temperature: float, gen) -> int:
-        """Prefill request b and set its state as ``LeanDecoder._generate`` does -> its first token."""
-        logits, last_feat = self._prefill_request(b, prompt)
+    def _start_request(self, b: int, prompt, prefilled, greedy: bool, temperature: float, gen) -> int:
+        """Set request b's state after its prefill as ``LeanDecoder._generate`` does -> its first token."""
+        logits, last_feat = prefilled
         first = logits.argmax() if greedy else sample_token(logits, temperature, gen)
         n = prompt.numel()
         if self.method != "none":
@@ -289,9 +307,9 @@ class BatchLeanDecoder(LeanDecoder):
         self.inv_t.fill_(1.0 / temperature if not greedy else 0.0)
         if self.method != "none":
             self.inv_t_rows.copy_(inv_temperature(temperature, self.bucket * self.k, self.device))
-        outs = []
-        for b, prompt in enumerate(prompts):
-            outs.append([self._start_request(b, prompt, greedy, temperature, gens[b])])
+        prefilled = self._prefill_all(prompts)
+        outs = [[self._start_request(b, p, pre, greedy, temperature, gens[b])]
+                for b, (p, pre) in enumerate(zip(prompts, prefilled))]
         prefill_ms = (time.perf_counter() - t0) * 1e3
         results = [GenerationResult(tokens=o, prefill_ms=prefill_ms) for o in outs]
 
@@ -300,8 +318,11 @@ class BatchLeanDecoder(LeanDecoder):
 
         live = [b for b in range(n) if not done(b)]
         batch = BatchResult(results, self.bucket, prefill_ms, 0.0)
+        shown = None  # the live set last copied to the device: a host-to-device copy only when it changes
         while live:
-            self.active.copy_(torch.tensor([b in live for b in range(self.bucket)], device=self.device))
+            if live != shown:
+                self.active.copy_(torch.tensor([b in live for b in range(self.bucket)], device=self.device))
+                shown = live
             if not greedy:
                 self._draw_uniforms(live, gens)
             packet, ph, wall = self._batch_step(greedy)

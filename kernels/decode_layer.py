@@ -302,8 +302,9 @@ def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tenso
         return reference_cache_attention(q, k_cache, v_cache, positions, extent, starts)
     out = torch.empty_like(q)
     if T:
+        # contiguous: an expanded (stride-0) view of positions or starts would be read past its end
         runnable(cache_attention_kernel, q.device)[(T, HQ)](
-            q.contiguous(), k_cache, v_cache, positions.contiguous(),  # an expanded (stride-0) view would be read past its end
+            q.contiguous(), k_cache, v_cache, positions.contiguous(),
             positions if starts is None else starts.contiguous(), out, S, D ** -0.5,
             HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n or ATTENTION_BLOCK_N, HAS_START=starts is not None,
             num_warps=num_warps or ATTENTION_WARPS)

@@ -91,3 +91,60 @@ def shapes(doc: dict, published_ratios: dict[str, dict[int, float]], temperature
                 row[workload] = ratio[c] / ratio[low]
         out.append(row)
     return out
+
+
+def ratio_split(doc: dict, temperature: float = 0.0) -> list[dict]:
+    """Why the ratio is what it is, per concurrency: P-EAGLE / EAGLE-3 at each one's best K (medians over sweeps) as
+    the product of an acceptance factor (P-EAGLE's tokens per batch step over EAGLE-3's: c x tau while every request
+    runs, less once some have finished) and a step factor (EAGLE-3's wall time per batch step over P-EAGLE's, prefill
+    and host time included). The split notebook 07 reads from the published numbers, here from the suite's own runs;
+    each head's tau at its best K is shown beside it."""
+    runs = [r for r in doc["runs"] if r["temperature"] == temperature and r["method"] != "none"]
+    rate, tau = _median_by(runs, "tokens_per_s"), _median_by(runs, "tau")
+
+    def per_step(g, f) -> float:  # median over sweeps of f(run) / batch steps
+        return statistics.median(f(r) / r["steps"] for r in runs if (r["concurrency"], r["method"], r["k"]) == g)
+
+    rows = []
+    for c in sorted({g[0] for g in rate}):
+        best = {m: max((g for g in rate if g[0] == c and g[1] == m), key=rate.get) for m in ("eagle3", "peagle")}
+        e, p = best["eagle3"], best["peagle"]
+        tokens = {g: per_step(g, lambda r: r["new_tokens"]) for g in (e, p)}
+        wall = {g: per_step(g, lambda r: r["total_ms"]) for g in (e, p)}
+        rows.append({"concurrency": c, "eagle3_k": e[2], "peagle_k": p[2], "tau_eagle3": tau[e], "tau_peagle": tau[p],
+                     "acceptance_factor": tokens[p] / tokens[e], "step_factor": wall[e] / wall[p],
+                     "ratio": rate[p] / rate[e]})
+    return rows
+
+
+def time_split(doc: dict, method: str = "none", k: int = 0, temperature: float = 0.0) -> list[dict]:
+    """Where one batch's wall time goes, per concurrency (medians over sweeps): the prompts' prefill, the batch steps
+    (their median wall time times their number) and the host work between steps (the rest: per-request draws at
+    T > 0, bookkeeping), in ms and as shares of the total."""
+    rows = []
+    runs = [r for r in doc["runs"] if r["method"] == method and r["k"] == k and r["temperature"] == temperature]
+    for c in sorted({r["concurrency"] for r in runs}):
+        rs = [r for r in runs if r["concurrency"] == c]
+        total = statistics.median(r["total_ms"] for r in rs)
+        prefill = statistics.median(r["prefill_ms"] for r in rs)
+        steps = statistics.median(r["steps"] * r["step_wall_ms_p50"] for r in rs)
+        host = max(total - prefill - steps, 0.0)
+        rows.append({"concurrency": c, "total_ms": total, "prefill_ms": prefill, "steps_ms": steps, "host_ms": host,
+                     "prefill_share": prefill / total, "host_share": host / total,
+                     "tokens_per_s": statistics.median(r["tokens_per_s"] for r in rs)})
+    return rows
+
+
+def tau_by_k(doc: dict, temperature: float = 0.0) -> list[dict]:
+    """Acceptance length per K for each head, median over every concurrency and sweep (the heads' accuracy at equal
+    depth, apart from which K each method picked)."""
+    runs = [r for r in doc["runs"] if r["temperature"] == temperature and r["method"] != "none"]
+    rows = []
+    for k in sorted({r["k"] for r in runs}):
+        row = {"k": k}
+        for m in ("eagle3", "peagle"):
+            taus = [r["tau"] for r in runs if r["method"] == m and r["k"] == k]
+            if taus:
+                row[f"tau_{m}"] = statistics.median(taus)
+        rows.append(row)
+    return rows

@@ -71,3 +71,46 @@ def test_step_model_fitted_to_the_record_predicts_its_ratios():
     shape = cc.shapes(doc, {"MT-Bench": {1: 1.69, 4: 1.5, 64: 1.1}})
     assert shape[0]["measured"] == 1.0 and shape[0]["MT-Bench"] == 1.0
     assert shape[-1]["MT-Bench"] == pytest.approx(1.5 / 1.69) and "MT-Bench" not in shape[1]  # no published c=2
+
+
+def _run(c, method, k, sweep, tokens_per_s, tau, total_ms, steps, prefill_ms=1.0, step_ms=1.0, temperature=0.0):
+    return {"concurrency": c, "method": method, "k": k, "sweep": sweep, "temperature": temperature,
+            "new_tokens": round(tokens_per_s * total_ms / 1e3),
+            "tokens_per_s": tokens_per_s, "tau": tau, "total_ms": total_ms, "steps": steps, "prefill_ms": prefill_ms,
+            "step_wall_ms_p50": step_ms}
+
+
+def test_ratio_split_is_acceptance_times_step_time_at_each_best_k():
+    # c=1: EAGLE-3 K=3 best (30 tokens in 300 ms over 10 steps), P-EAGLE K=7 best (40 tokens in 200 ms, 10 steps)
+    runs = [_run(1, "eagle3", 3, s, 100.0, 3.0, 300.0, 10) for s in range(3)]
+    runs += [_run(1, "eagle3", 7, s, 90.0, 3.5, 400.0, 10) for s in range(3)]
+    runs += [_run(1, "peagle", 7, s, 200.0, 4.0, 200.0, 10) for s in range(3)]
+    runs += [_run(1, "peagle", 3, s, 150.0, 3.5, 200.0, 10) for s in range(3)]
+    (row,) = cc.ratio_split({"runs": runs})
+    assert (row["eagle3_k"], row["peagle_k"]) == (3, 7)
+    assert row["acceptance_factor"] == pytest.approx(40 / 30) and row["step_factor"] == pytest.approx(30 / 20)
+    assert (row["tau_eagle3"], row["tau_peagle"]) == (3.0, 4.0)
+    assert row["ratio"] == pytest.approx(2.0)
+    assert cc.tau_by_k({"runs": runs}) == [{"k": 3, "tau_eagle3": 3.0, "tau_peagle": 3.5},
+                                           {"k": 7, "tau_eagle3": 3.5, "tau_peagle": 4.0}]
+
+
+def test_time_split_separates_prefill_steps_and_host_work():
+    runs = [_run(c, "none", 0, s, 1.0, 1.0, total_ms=100.0 * c, steps=10, prefill_ms=20.0 * c, step_ms=5.0)
+            for c in (1, 4) for s in range(3)]
+    rows = cc.time_split({"runs": runs})
+    assert [r["concurrency"] for r in rows] == [1, 4]
+    one, four = rows
+    assert (one["prefill_ms"], one["steps_ms"], one["host_ms"]) == (20.0, 50.0, 30.0)
+    assert four["prefill_share"] == pytest.approx(0.2) and four["host_share"] == pytest.approx(270 / 400)
+
+
+@pytest.mark.parametrize("name", ["concurrency_h200", "concurrency_h200_batched_prefill"])
+def test_the_h200_records_recompute_and_say_what_the_notebook_says(name):
+    doc = read_results(paths.results_dir() / "concurrency" / f"{name}.json")
+    sweep.check_recomputes(doc)
+    assert doc["machine"]["device"] == "NVIDIA H200"
+    for row in cc.ratio_split(doc):  # the split multiplies back to the ratio of medians
+        assert row["acceptance_factor"] * row["step_factor"] == pytest.approx(row["ratio"], rel=0.05)
+    for r in doc["runs"]:  # greedy and sampled both decoded the requested tokens, c requests each
+        assert r["new_tokens"] == r["concurrency"] * r["max_new_tokens"]

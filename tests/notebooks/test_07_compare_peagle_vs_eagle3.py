@@ -89,8 +89,25 @@ def _concurrency_checks(rec, skipped):
     assert rec["concurrency.cpu.vllm_tokens_equal"] is True  # vLLM's CPU build: the same greedy tokens
     assert rec["concurrency.cpu.model_max_abs_error"] < 0.3  # the step model fitted to the file's own phases
     assert 0 < rec["concurrency.cpu.shape_at_largest_c"] < 3
+    for name in ("cpu", "h200", "h200_batched_prefill"):  # every ratio is its two factors' product
+        for row in concurrency_rows(read_results(paths.results_dir() / "concurrency" / f"concurrency_{name}.json")):
+            key = f"concurrency.{name}.T0.c{row['concurrency']}"
+            assert rec[f"{key}.acceptance_factor"] * rec[f"{key}.step_factor"] == pytest.approx(row["ratio"], rel=0.1)
     if not (paths.results_dir() / "concurrency" / "concurrency_h200.json").is_file():
         assert "concurrency_h200" in skipped  # said, not silently dead
+        return
+    # the H200 curve, and the words of the notebook's "what the split says"
+    assert rec["concurrency.h200.T0.peagle_below_eagle3_from_k3"] is True
+    assert rec["concurrency.h200_batched_prefill.T0.peagle_below_eagle3_from_k3"] is True
+    fast = "concurrency.h200_batched_prefill.T0"
+    assert rec[f"{fast}.c64.step_factor"] < rec[f"{fast}.c1.step_factor"]  # the one-pass saving shrinks with c
+    assert rec["concurrency.h200.T0.c64.prefill_share"] > 0.5  # prompts prefilled one by one: most of the time
+    assert rec[f"{fast}.c64.prefill_share"] < 0.2  # one prefill pass
+    assert rec["concurrency.h200_batched_prefill.T1.c64.host_share"] > 0.4  # per-request draws at T=1
+    assert rec[f"{fast}.c64.plain_over_c1"] > 20  # batching pays on the GPU (the issue's target is 30x)
+    assert rec["concurrency.h200.T0.c64.plain_over_c1"] < rec[f"{fast}.c64.plain_over_c1"]
+    for m in ("none", "eagle3", "peagle"):  # the batched path at c=1 against the single-request path
+        assert rec[f"concurrency.h200_batched_prefill.batch_one.{m}"] > 0.9
 
 
 def test_notebook_07_with_the_shipped_results(run_notebook):

@@ -16,8 +16,8 @@ checks and graph capture, and changes only what a batch changes:
   ``update`` keeps its state, so it re-verifies the same block until the batch ends, inside its own slots.
 
 The batch is padded to a bucket of ``BATCH_BUCKETS`` so that a GPU captures one graph per phase per
-(bucket, K). All prompts are prefilled in one pass (each row its own position and request). At T > 0 every request draws its
-step's uniforms from its own generator in the single decoder's layout, so it gets the tokens it gets alone.
+(bucket, K). All prompts are prefilled in one pass (each row its own position and request). At T > 0 every request
+draws its step's uniforms from its own generator in the single decoder's layout, so it gets the tokens it gets alone.
 """
 
 from __future__ import annotations

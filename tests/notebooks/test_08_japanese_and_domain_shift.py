@@ -2,6 +2,8 @@
 fractions, fresh/repeated steps), what an accepted draft is worth, the in-notebook domain-shift pair, the
 recorded GPU pair when the file is there, the gated GPT-OSS cell."""
 
+import json
+
 import pytest
 
 from peagle_nb.files import paths
@@ -104,3 +106,18 @@ def test_corpus_v3_totals_and_the_v3_family_gate(rec):
         assert rec["family_v3.weights_match_card"] is True
     else:  # not in git: the cell says why it is skipped and how to make the folder
         assert "--family v3" in rec["skipped.family_v3"] and "too large for git" in rec["skipped.family_v3"]
+
+
+def test_v3_training_determinism_is_printed_from_its_record(rec):
+    det_path = paths.results_dir() / "family_v3" / "determinism_h200.json"
+    if not det_path.is_file():
+        assert "determinism --family v3" in rec["skipped.family_v3_determinism"]
+        return
+    det = json.loads(det_path.read_text())
+    a, b = det["runs"].values()
+    identical = a["weights_sha256"] == b["weights_sha256"]
+    assert det["weights_identical"] is identical and rec["family_v3.gpu_bit_deterministic"] is identical
+    worst = max(abs(a["heldout_loss"][d] - b["heldout_loss"][d]) for d in a["heldout_loss"])
+    assert rec["family_v3.determinism_heldout_max_abs_diff"] == pytest.approx(worst)
+    assert worst < 1e-3  # not the same bytes, the same model: held-out loss agrees to well under a thousandth
+

@@ -118,6 +118,7 @@ class BatchLeanDecoder(LeanDecoder):
         # sampling: each request's step uniforms, split as engine.verify.split_uniforms, kept row-contiguous
         self.u_draft = torch.zeros(B, K, vd, device=dev)
         self.u_res, self.u_acc = torch.zeros(B, self.vocab, device=dev), torch.zeros(B, K, device=dev)
+        self.u_all = torch.zeros(B, K * vd + self.vocab + K, device=dev)  # a step's draws, request-major
         self.u_pass, self.q_pass = torch.zeros(B, vd, device=dev), torch.zeros(B, vd, device=dev)  # EAGLE-3's passes
         self.q = torch.zeros(B, K, vd, dtype=torch.float32, device=dev)
         self.inv_t_rows = torch.zeros(B * K, dtype=torch.float32, device=dev)
@@ -353,12 +354,13 @@ class BatchLeanDecoder(LeanDecoder):
             for b in live:
                 self.uniforms[b].uniform_(generator=gens[b])
             return
-        K, vd = self.k, self.u_draft.shape[-1]
+        K, vd, B = self.k, self.u_draft.shape[-1], self.bucket
+        u = self.u_all  # [B, K*vd + V + K]: one draw per request (the single decoder's layout), then three copies
         for b in live:
-            u = torch.empty(K * vd + self.vocab + K, device=self.device).uniform_(generator=gens[b])
-            self.u_draft[b].copy_(u[: K * vd].view(K, vd))
-            self.u_res[b].copy_(u[K * vd: K * vd + self.vocab])
-            self.u_acc[b].copy_(u[K * vd + self.vocab:])
+            u[b].uniform_(generator=gens[b])
+        self.u_draft.copy_(u[:, : K * vd].view(B, K, vd))
+        self.u_res.copy_(u[:, K * vd: K * vd + self.vocab])
+        self.u_acc.copy_(u[:, K * vd + self.vocab:])
 
     def _batch_step(self, greedy: bool):
         """One step of every request -> (host packet rows, phase times, wall ms)."""

@@ -93,3 +93,47 @@ def rule_lines(n: Mapping, device: str = "H200") -> list[str]:
         f"[{n['suite_ratio']['min']:.2f}, {n['suite_ratio']['max']:.2f}] over its sweeps on the {device} "
         f"({n['suite_verdict']}).",
     ]
+
+
+def predicted_regimes(doc: Mapping) -> list[dict]:
+    """The step-time model beside every measured regime point (temperature, output length, prompt set).
+
+    For each point the model (:func:`peagle_nb.compare.step_model.fit_step_cost`) is fitted to that point's own step
+    phases (draft and verify time per step of every method and K); each method's bookkeeping (building the drafter
+    input, the state update) is its median over K. With the measured tau of every K it predicts each method's time
+    per output token, ``(draft + verify + bookkeeping) / tau``, picks each method's best K and predicts P-EAGLE /
+    EAGLE-3 on TPOT, beside the measured ratio (each at its measured best K) and its verdict, split into the
+    acceptance factor (tau_P / tau_E) and the step factor (EAGLE-3's step / P-EAGLE's) at the predicted best K. The
+    model is fitted to each point's own phases: it explains a point from its parts, it does not forecast it."""
+    from statistics import median
+
+    from peagle_nb.compare.step_model import fit_step_cost
+
+    measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(doc)}
+    out = []
+    for reg in doc.get("regimes", []):
+        for ps in sorted({r["prompt_set"] for r in reg["runs"]}):
+            point = measured.get((reg["temperature"], reg["max_new_tokens"], ps))
+            runs = [r for r in reg["runs"] if r["prompt_set"] == ps]
+            if point is None or not runs:
+                continue
+            cost = fit_step_cost(runs, label=f"T={reg['temperature']:g}, {reg['max_new_tokens']} tokens, {ps}")
+            best = {}
+            for m in ("eagle3", "peagle"):
+                mine = [r for r in runs if r["method"] == m]
+                book = median(r.get("bookkeeping_ms_per_step") or 0.0 for r in mine)
+                step = {k: cost.draft_ms(m, k) + cost.verify_ms(k + 1) + book for k in sorted({r["k"] for r in mine})}
+                tau = {k: median(r["tau"] for r in mine if r["k"] == k) for k in step}
+                k_best = min(step, key=lambda k: step[k] / tau[k])
+                best[m] = k_best, step[k_best] / tau[k_best], tau[k_best], step[k_best]
+            predicted = best["eagle3"][1] / best["peagle"][1]
+            out.append({"temperature": reg["temperature"], "tokens": reg["max_new_tokens"], "prompt_set": ps,
+                        "measured": point["p_over_e_tpot"], "measured_min": point["p_over_e_tpot_min"],
+                        "measured_max": point["p_over_e_tpot_max"], "verdict": point["tpot_verdict"],
+                        "predicted": predicted, "error": predicted / point["p_over_e_tpot"] - 1,
+                        "predicted_k": {m: best[m][0] for m in best},
+                        # predicted = acceptance factor x step factor, at the predicted best K
+                        "acceptance_factor": best["peagle"][2] / best["eagle3"][2],
+                        "step_factor": best["eagle3"][3] / best["peagle"][3],
+                        "within_spread": point["p_over_e_tpot_min"] <= predicted <= point["p_over_e_tpot_max"]})
+    return out

@@ -159,3 +159,22 @@ def test_regimes_long_outputs_and_prefill_from_the_h200_record(rec, repo_root):
     for ps in ("prose", "code", "ja"):
         assert 0 < rec[f"prefill.h200.{ps}.eagle3.drafter_over_target"] < rec[f"prefill.h200.{ps}.peagle"
                                                                                ".drafter_over_target"] < 1
+
+
+def test_the_step_model_beside_every_regime_point_and_the_rule_it_states(rec, repo_root):
+    import json
+
+    from peagle_nb.compare.regime import predicted_regimes
+
+    pred = predicted_regimes(json.loads((repo_root / "data" / "results" / "engine_h200.json").read_text()))
+    assert rec["regime.h200.points"] == len(pred) == 18  # T 0/1 x 64/256/512 tokens x three sets
+    assert rec["regime.h200.model_max_abs_error"] < 0.1  # the parts explain every point within 10 %
+    assert rec["regime.h200.model_within_spread"] >= len(pred) // 2
+    for p in pred:  # the prediction is its two factors' product, and agrees with the verdict where one is faster
+        assert p["predicted"] == pytest.approx(p["acceptance_factor"] * p["step_factor"], rel=1e-9)
+        if p["verdict"] == "eagle3 faster":
+            assert p["predicted"] < 1
+    # the rule's words: the step factor is near 1 where both methods pick the same K, so acceptance decides
+    same_k = [p for p in pred if p["predicted_k"]["eagle3"] == p["predicted_k"]["peagle"]]
+    assert same_k and all(0.9 < p["step_factor"] < 1.1 for p in same_k)
+

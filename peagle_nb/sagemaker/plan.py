@@ -263,7 +263,7 @@ def _engine_env(flags: tuple[str, ...], overrides: dict[str, Any] | None) -> dic
     return env
 
 
-def build_plan(preset: str | None = None, *, target: str | None = None, head: str | None = None,
+def build_plan(preset: str | None = None, *, target: str | None = None, head: str | None = None,  # noqa: PLR0913 - one keyword-only override per plan setting, named at every call
                method: str | None = None, k: int | None = None, trained_k: int | None = None,
                instance_type: str | None = None, instance_count: int = 1, region: str | None = None,
                role_arn: str | None = None, image_uri: str | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,

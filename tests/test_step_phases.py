@@ -65,7 +65,7 @@ def test_recorded_h200_phases_split_and_timeline():
     row = step_phases.find_row(doc["phases"], "eagle3", 7)
     segs = step_phases.step_segments(row, split["first_pass_ms"])
     assert len([s for s, _ in segs if s.startswith("draft pass")]) == 7
-    assert sum(ms for _, ms in segs) == pytest.approx(row["step_device_ms"])
+    assert sum(ms for _, ms in segs) == pytest.approx(row.step_device_ms)
     with pytest.raises(ValueError, match="no phases row"):
         step_phases.find_row(doc["phases"], "peagle", 99)
 

@@ -6,9 +6,11 @@ with its spread. Explained in notebooks 02 (EAGLE-3's cost per K), 03 (timelines
 A step of the lean engine (``peagle_nb.engine.lean.LeanDecoder``) runs four phases: ``build`` (the drafter's
 batch from the last verification), ``draft`` (P-EAGLE: one pass; EAGLE-3: one pass, then K-1 single-row passes),
 ``verify`` (the target over K+1 tokens) and ``update``. ``LeanDecoder.phase_ms`` times each phase alone: a
-CUDA graph's device time on a GPU, the host time of one eager call on a CPU. Rows here use the keys of the
-``phases`` rows of ``data/results/engine_*.json`` (``build_ms``, ``draft_ms``, ``verify_ms``, ``update_ms``;
-``plain_ms`` for plain decoding), so measured and recorded rows go through the same functions.
+CUDA graph's device time on a GPU, the host time of one eager call on a CPU. A row is a
+:class:`~peagle_nb.engine.phase_record.StepPhases`, or its flat form (the ``phases`` rows of
+``data/results/engine_*.json``: ``build_ms``, ``draft_ms``, ``verify_ms``, ``update_ms``; ``plain_ms`` for plain
+decoding), so measured and recorded rows go through the same functions; a sweep's summary is read as
+:class:`~peagle_nb.engine.sweep_summary.SweepSummary`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-PHASES = ("build", "draft", "verify", "update")
+from peagle_nb.engine.phase_record import PHASES as PHASES  # the phases' names, read here by notebooks and tests
+from peagle_nb.engine.phase_record import StepPhases, as_phases
+from peagle_nb.engine.sweep_summary import OverSweeps, read_summaries
+
+Row = StepPhases | Mapping  # a typed row or its flat form
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -29,8 +35,9 @@ def measure_phases(target, tokenizer, prompt_ids: Sequence[int], head=None, meth
                    ks: Iterable[int] = (1,), repeats: int = 5, reps: int = 10, builder: str = "fused",
                    warm_tokens: int = 16) -> list[dict]:
     """Per K: a lean decoder generates ``warm_tokens`` greedily after ``prompt_ids`` (a real steady state), then
-    ``phase_ms(reps)`` runs ``repeats`` times. Each row holds every phase's median over the repeats with its
-    p10 / p90 (``<phase>_ms``, ``<phase>_ms_p10``, ``<phase>_ms_p90``) and ``step_ms``, the sum of the phases."""
+    ``phase_ms(reps)`` runs ``repeats`` times. Each row (a :class:`StepPhases` in its flat form, for tables) holds
+    every phase's median over the repeats with its p10 / p90 (``<phase>_ms``, ``<phase>_ms_p10``,
+    ``<phase>_ms_p90``) and ``step_ms``, the median over repeats of the sum of the phases."""
     from peagle_nb.engine.lean import LeanDecoder
 
     if repeats < 1 or reps < 1:
@@ -40,30 +47,31 @@ def measure_phases(target, tokenizer, prompt_ids: Sequence[int], head=None, meth
         dec = LeanDecoder(target, tokenizer, head, method, k, builder=builder)
         dec.generate(list(prompt_ids), warm_tokens)
         samples = [dec.phase_ms(reps) for _ in range(repeats)]
-        row: dict = {"method": method, "k": dec.k, "builder": builder, "repeats": repeats, "reps": reps}
+        spreads = {}
         for name in samples[0]:
             sp = _spread([s[name] for s in samples])
-            row.update({f"{name}_ms": sp["median"], f"{name}_ms_p10": sp["p10"], f"{name}_ms_p90": sp["p90"]})
-        row["step_ms"] = _spread([sum(s.values()) for s in samples])["median"]
-        rows.append(row)
+            spreads |= {f"{name}_ms": sp["median"], f"{name}_ms_p10": sp["p10"], f"{name}_ms_p90": sp["p90"]}
+        row = StepPhases(method=method, k=dec.k, builder=builder, repeats=repeats, reps=reps, **spreads,
+                         step_ms=_spread([sum(s.values()) for s in samples])["median"])
+        rows.append(row.to_dict())
     return rows
 
 
-def step_ms(row: Mapping) -> float:
+def step_ms(row: Row) -> float:
     """A phases row's step time: the sum of its phases (plain decoding: its one target step)."""
-    if "plain_ms" in row:
-        return float(row["plain_ms"])
-    return float(sum(row[f"{p}_ms"] for p in PHASES))
+    return as_phases(row).phase_sum_ms
 
 
-def build_share(row: Mapping) -> float:
+def build_share(row: Row) -> float:
     """Share of a step's time spent building the drafter's batch (notebook 04)."""
-    return float(row["build_ms"]) / step_ms(row)
+    p = as_phases(row)
+    return float(p.phase_ms("build")) / p.phase_sum_ms
 
 
-def draft_ms_per_k(rows: Sequence[Mapping], method: str) -> dict[int, float]:
+def draft_ms_per_k(rows: Sequence[Row], method: str) -> dict[int, float]:
     """``{K: draft_ms}`` of one method's rows, sorted by K."""
-    return {int(r["k"]): float(r["draft_ms"]) for r in sorted(rows, key=lambda r: r["k"]) if r["method"] == method}
+    typed = sorted(map(as_phases, rows), key=lambda r: r.k)
+    return {int(r.k): float(r.phase_ms("draft")) for r in typed if r.method == method}
 
 
 def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float]:
@@ -81,7 +89,7 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float]:
     return {"slope": slope, "intercept": intercept, "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0}
 
 
-def chain_split(rows: Sequence[Mapping]) -> dict[str, float]:
+def chain_split(rows: Sequence[Row]) -> dict[str, float]:
     """EAGLE-3's drafting at K = its first pass + K-1 chain passes. ``first_pass_ms``: the drafting phase at K=1
     (the first pass alone); ``chain_pass_ms``: the slope of the drafting phase over K (least squares), i.e. what
     one more draft adds; ``r2``: how straight the line is."""
@@ -94,14 +102,15 @@ def chain_split(rows: Sequence[Mapping]) -> dict[str, float]:
             "r2": fit["r2"]}
 
 
-def step_segments(row: Mapping, first_pass_ms: float | None = None) -> list[tuple[str, float]]:
+def step_segments(row: Row, first_pass_ms: float | None = None) -> list[tuple[str, float]]:
     """One step as ``[(phase, ms), ...]`` in the order it runs. EAGLE-3's drafting is drawn as its passes: the
     first one (``first_pass_ms``, from :func:`chain_split`) and K-1 chain passes sharing the rest of the measured
     drafting phase at this K equally, so the segments add up to the row's measured phases."""
-    if "plain_ms" in row:
-        return [("target step", float(row["plain_ms"]))]
-    method, k, draft = row["method"], int(row["k"]), float(row["draft_ms"])
-    segs = [("build", float(row["build_ms"]))]
+    p = as_phases(row)
+    if p.plain:
+        return [("target step", float(p.plain_ms))]
+    method, k, draft = p.method, int(p.k), float(p.draft_ms)
+    segs = [("build", float(p.build_ms))]
     if method == "eagle3" and k > 1:
         if first_pass_ms is None:
             raise ValueError("EAGLE-3 at K > 1 needs first_pass_ms (chain_split of its rows) to draw its passes")
@@ -112,27 +121,27 @@ def step_segments(row: Mapping, first_pass_ms: float | None = None) -> list[tupl
         segs.append(("draft pass 1", draft))
     else:
         segs.append((f"draft pass ({k} slots)", draft))
-    return segs + [("verify", float(row["verify_ms"])), ("update", float(row["update_ms"]))]
+    return segs + [("verify", float(p.verify_ms)), ("update", float(p.update_ms))]
 
 
-def find_row(rows: Sequence[Mapping], method: str, k: int | None = None, **equal) -> Mapping:
+def find_row(rows: Sequence[Row], method: str, k: int | None = None, **equal) -> StepPhases:
     """The row of ``method`` at ``k`` (plain decoding: ``k`` ignored) whose other fields equal ``equal``."""
-    for r in rows:
-        if r["method"] == method and (method == "none" or k is None or int(r["k"]) == k) and \
-                all(r.get(key) == v for key, v in equal.items()):
+    typed = [as_phases(r) for r in rows]
+    for r in typed:
+        if r.method == method and (method == "none" or k is None or int(r.k) == k) and \
+                all(getattr(r, key, None) == v for key, v in equal.items()):
             return r
-    have = sorted({(r["method"], r["k"]) for r in rows})
+    have = sorted({(r.method, r.k) for r in typed})
     raise ValueError(f"no phases row for {method} K={k} {equal or ''}; rows hold {have}")
 
 
-def verdict(ratio: Mapping[str, float]) -> str:
+def verdict(ratio: OverSweeps | Mapping[str, float]) -> str:
     """P-EAGLE / EAGLE-3 at each one's best K over sweeps: faster only if every sweep says so (min > 1 or
-    max < 1); a spread that straddles 1 is a tie (the rule of ``engine.evaluate.summarize_sweep``)."""
-    if ratio["min"] > 1:
-        return "peagle faster"
-    if ratio["max"] < 1:
-        return "eagle3 faster"
-    return "tie"
+    max < 1); a spread that straddles 1 is a tie (``engine.evaluate.ratio_verdict``, the sweep summary's rule)."""
+    from peagle_nb.engine.evaluate import ratio_verdict
+
+    spread = ratio if isinstance(ratio, OverSweeps) else OverSweeps.from_dict(ratio)
+    return ratio_verdict([spread.min, spread.max])
 
 
 def best_k_rows(summary: Mapping[str, Mapping], label: str) -> list[dict]:
@@ -140,14 +149,14 @@ def best_k_rows(summary: Mapping[str, Mapping], label: str) -> list[dict]:
     its speedup over plain decoding and the P-EAGLE / EAGLE-3 ratio at each one's best K, min / median / max over
     the sweeps, with the verdict that spread supports."""
     rows = []
-    for ps, s in summary.items():
-        ratio = s["peagle_over_eagle3_at_best_k"]
-        row = {"results": label, "set": ps, "sweeps": s.get("sweeps", 1), "ratio": dict(ratio),
-               "verdict": verdict(ratio)}
+    for ps, s in read_summaries(summary).items():
+        ratio = s.peagle_over_eagle3_at_best_k
+        row = {"results": label, "set": ps, "sweeps": s.sweeps, "ratio": ratio.to_dict(), "verdict": verdict(ratio)}
         for m in ("eagle3", "peagle"):
-            row[f"{m}.best_k"] = s[f"{m}.best_k"]
-            row[f"{m}.best_k_per_sweep"] = list(s.get(f"{m}.best_k_per_sweep", [s[f"{m}.best_k"]]))
-            row[f"{m}.speedup_vs_none"] = dict(s[f"{m}.speedup_vs_none_at_best_k"])
+            ms = s.method(m)
+            row[f"{m}.best_k"] = ms.best_k
+            row[f"{m}.best_k_per_sweep"] = list(ms.best_k_per_sweep)
+            row[f"{m}.speedup_vs_none"] = ms.speedup_vs_none_at_best_k.to_dict()
         rows.append(row)
     return rows
 
@@ -173,12 +182,12 @@ def tau_at(runs: Sequence[Mapping], method: str, k: int, prompt_set: str) -> flo
     return statistics.median(r["tau"] for r in rs) if rs else None
 
 
-def timelines(phases: Sequence[Mapping], configs: Sequence[tuple[str, int]], taus: Mapping[tuple[str, int], float]
+def timelines(phases: Sequence[Row], configs: Sequence[tuple[str, int]], taus: Mapping[tuple[str, int], float]
               ) -> tuple[dict[str, list[tuple[str, float]]], list[dict]]:
     """For each ``(method, K)`` in ``configs``: its step as :func:`step_segments` (EAGLE-3's passes from
     :func:`chain_split` of ``phases``) and a summary row: step ms, tau (``taus``), ms per generated token and the
     speedup over plain decoding these phase times alone predict, ``tau x plain step / step``."""
-    first = chain_split(phases)["first_pass_ms"] if any(r["method"] == "eagle3" for r in phases) else None
+    first = chain_split(phases)["first_pass_ms"] if any(as_phases(r).method == "eagle3" for r in phases) else None
     plain = step_ms(find_row(phases, "none"))
     lines, rows = {}, []
     for method, k in configs:
@@ -192,7 +201,7 @@ def timelines(phases: Sequence[Mapping], configs: Sequence[tuple[str, int]], tau
     return lines, rows
 
 
-def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Mapping], method: str, k: int,
+def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Row], method: str, k: int,
                       prompt_set: str) -> dict[str, float]:
     """From what a step's phases predict to what a sweep measured, one cause at a time (medians over sweeps):
 
@@ -223,20 +232,21 @@ def speedup_breakdown(runs: Sequence[Mapping], phases: Sequence[Mapping], method
             "prefill_ms": med(lambda b, r: r["prefill_ms"]), "plain_prefill_ms": med(lambda b, r: b["prefill_ms"])}
 
 
-def breakeven_k(rows: Sequence[Mapping]) -> int | None:
+def breakeven_k(rows: Sequence[Row]) -> int | None:
     """The smallest measured K at which EAGLE-3's drafting phase costs more than P-EAGLE's (None: never)."""
     e3, pe = draft_ms_per_k(rows, "eagle3"), draft_ms_per_k(rows, "peagle")
     return next((k for k in sorted(set(e3) & set(pe)) if e3[k] > pe[k]), None)
 
 
-def sampled_phase_rows(phases: Sequence[Mapping], sampler_rows: Sequence[Mapping], k: int) -> list[dict]:
+def sampled_phase_rows(phases: Sequence[Row], sampler_rows: Sequence[Row], k: int) -> list[dict]:
     """The three phases that sampling touches, from a results file's ``phases`` (greedy) and ``sampler_comparison``
     rows: a plain step, P-EAGLE's verification of K+1 rows, P-EAGLE's draft pass and EAGLE-3's K draft passes, each
     greedy, sampled with the fused kernels and sampled with their PyTorch op chains (notebooks 01 and 04). Each row
     carries its ratio to the greedy phase (the comparison's own greedy rows where it has them, else ``phases``)."""
-    greedy = {(r["method"], r["k"]): r for r in phases if r.get("mode", "greedy") == "greedy"}
-    greedy.update({(r["method"], r["k"]): r for r in sampler_rows if r.get("mode") == "greedy"})  # same run: preferred
-    sampled = {(r["sampler"], r["method"], r["k"]): r for r in sampler_rows if r.get("mode", "sampled") == "sampled"}
+    phases, sampler_rows = [as_phases(r) for r in phases], [as_phases(r) for r in sampler_rows]
+    greedy = {(r.method, r.k): r for r in phases if (r.mode or "greedy") == "greedy"}
+    greedy.update({(r.method, r.k): r for r in sampler_rows if r.mode == "greedy"})  # the same run: preferred
+    sampled = {(r.sampler, r.method, r.k): r for r in sampler_rows if (r.mode or "sampled") == "sampled"}
     picks = [("plain step", "plain", "none", 0, "plain"),
              (f"verify K+1 (K={k})", f"verify_k{k}", "peagle", k, "verify"),
              (f"P-EAGLE draft (K={k})", f"peagle_draft_k{k}", "peagle", k, "draft"),
@@ -246,9 +256,9 @@ def sampled_phase_rows(phases: Sequence[Mapping], sampler_rows: Sequence[Mapping
         g = greedy.get((method, kk))
         if g is None or ("fused", method, kk) not in sampled:
             continue
-        base = float(g[f"{phase}_ms"])
-        for mode, ms in (("greedy", base), ("sampled, fused kernels", sampled[("fused", method, kk)][f"{phase}_ms"]),
-                         ("sampled, PyTorch op chain", sampled[("reference", method, kk)][f"{phase}_ms"])):
+        base = float(g.phase_ms(phase))
+        for mode, ms in (("greedy", base), ("sampled, fused kernels", sampled[("fused", method, kk)].phase_ms(phase)),
+                         ("sampled, PyTorch op chain", sampled[("reference", method, kk)].phase_ms(phase))):
             out.append({"phase": label, "key": key, "mode": mode, "ms": float(ms), "over_greedy": float(ms) / base})
     return out
 
@@ -259,25 +269,26 @@ def regime_rows(doc: Mapping) -> list[dict]:
     ratios with their spread over sweeps and verdicts, tau at K=7 and TTFT (notebooks 01 and 03)."""
     rows = []
     for reg in doc.get("regimes", []):
-        for ps, s in sorted(reg["summary"].items()):
-            if "peagle_over_eagle3_tpot" not in s:
+        for ps, s in sorted(read_summaries(reg["summary"]).items()):
+            if s.peagle_over_eagle3_tpot is None:
                 continue
+            e3, pe = s.method("eagle3"), s.method("peagle")
             rows.append({
                 "temperature": reg["temperature"], "tokens": reg["max_new_tokens"], "prompt_set": ps,
                 "prefill": reg["runs"][0].get("prefill", "eager") if reg["runs"] else None,
-                "eagle3_tpot_speedup": s["eagle3.tpot_speedup_vs_none"]["median"],
-                "peagle_tpot_speedup": s["peagle.tpot_speedup_vs_none"]["median"],
-                "eagle3_e2e_speedup": s["eagle3.speedup_vs_none_at_best_k"]["median"],
-                "peagle_e2e_speedup": s["peagle.speedup_vs_none_at_best_k"]["median"],
-                "p_over_e_tpot": s["peagle_over_eagle3_tpot"]["median"],
-                "p_over_e_tpot_min": s["peagle_over_eagle3_tpot"]["min"],
-                "p_over_e_tpot_max": s["peagle_over_eagle3_tpot"]["max"],
-                "tpot_verdict": s["peagle_over_eagle3_tpot_verdict"],
-                "p_over_e_e2e": s["peagle_over_eagle3_at_best_k"]["median"],
-                "e2e_verdict": s["peagle_over_eagle3_verdict"],
-                "eagle3_tau_k7": s.get("eagle3.k7.tau"), "peagle_tau_k7": s.get("peagle.k7.tau"),
-                "none_ttft_ms": s.get("none.ttft_ms"), "eagle3_ttft_ms": s.get("eagle3.ttft_ms"),
-                "peagle_ttft_ms": s.get("peagle.ttft_ms")})
+                "eagle3_tpot_speedup": e3.tpot.tpot_speedup_vs_none.median,
+                "peagle_tpot_speedup": pe.tpot.tpot_speedup_vs_none.median,
+                "eagle3_e2e_speedup": e3.speedup_vs_none_at_best_k.median,
+                "peagle_e2e_speedup": pe.speedup_vs_none_at_best_k.median,
+                "p_over_e_tpot": s.peagle_over_eagle3_tpot.median,
+                "p_over_e_tpot_min": s.peagle_over_eagle3_tpot.min,
+                "p_over_e_tpot_max": s.peagle_over_eagle3_tpot.max,
+                "tpot_verdict": s.peagle_over_eagle3_tpot_verdict,
+                "p_over_e_e2e": s.peagle_over_eagle3_at_best_k.median,
+                "e2e_verdict": s.peagle_over_eagle3_verdict,
+                "eagle3_tau_k7": e3.at_k7.tau if e3.at_k7 else None,
+                "peagle_tau_k7": pe.at_k7.tau if pe.at_k7 else None,
+                "none_ttft_ms": s.none_ttft_ms, "eagle3_ttft_ms": e3.tpot.ttft_ms, "peagle_ttft_ms": pe.tpot.ttft_ms})
     return rows
 
 

@@ -135,11 +135,26 @@ def summarize_level(reqs: list[RequestResult], wall_s: float) -> dict[str, Any]:
     }
 
 
-async def run_benchmark_async(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64,
-                              temperature: float = 0.0, requests_per_level: int | None = None,
-                              warmup_requests: int = 1, method: str | None = None, k: int | None = None,
-                              source: str = "vllm", model: dict | None = None, prompt_set: str | None = None,
-                              notes: str | None = None) -> dict[str, Any]:
+async def run_benchmark_async(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64, *,
+                              source: str = "vllm", model: dict | None = None, notes: str | None = None,
+                              **level_options) -> dict[str, Any]:
+    """Every concurrency level measured (:func:`measure_levels`, which takes ``level_options`` by name:
+    ``temperature``, ``requests_per_level``, ``warmup_requests``, ``method``, ``k``, ``prompt_set``) as a
+    ``peagle_nb.files.results`` document of ``source``, with ``model`` (and the backend's own description) and
+    ``notes``."""
+    runs = await measure_levels(backend, prompts, concurrency, max_tokens, **level_options)
+    describe = getattr(backend, "describe", None)
+    model = {**(model or {}), **({"server": describe()} if callable(describe) else {})}
+    return results.make_results(source, runs, model=model or None, notes=notes)
+
+
+async def measure_levels(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64,
+                         temperature: float = 0.0, requests_per_level: int | None = None, warmup_requests: int = 1,
+                         method: str | None = None, k: int | None = None, prompt_set: str | None = None
+                         ) -> list[dict[str, Any]]:
+    """One run record per concurrency level: ``requests_per_level`` requests (default: every prompt, at least one
+    per slot) after ``warmup_requests`` untimed ones, with the server's speculative counters' change over the level
+    (tau, per-position acceptance) where the backend reports them. ``method``, ``k``, ``prompt_set``: labels."""
     if not prompts:
         raise ValueError("no prompts: pass at least one prompt (e.g. data/prompts/prose.jsonl)")
     levels = [int(c) for c in concurrency]
@@ -174,9 +189,7 @@ async def run_benchmark_async(backend, prompts: list[str], concurrency=(1, 4), m
                 if k is None or len(rates) == k:
                     run["accept_rate_per_position"] = rates
         runs.append(run)
-    describe = getattr(backend, "describe", None)
-    model = {**(model or {}), **({"server": describe()} if callable(describe) else {})}
-    return results.make_results(source, runs, model=model or None, notes=notes)
+    return runs
 
 
 def run_benchmark(backend, prompts: list[str], concurrency=(1, 4), max_tokens: int = 64, **kwargs) -> dict[str, Any]:

@@ -92,9 +92,11 @@ def run(args) -> int:
             if args.engine != "lean":
                 raise ValueError("--sweep measures the lean engine (it also checks it against the reference and "
                                  "times both side by side); drop --engine reference")
-            doc = engine_sweep.run(target, tokenizer, heads, prompt_sets, parse_ks(args.ks), args.max_new_tokens, out,
-                                   repeats=args.repeats, sweeps=args.sweeps, temperature=args.temperature,
-                                   equal_prompts=args.equal_prompts, log=lambda s: print(s, file=sys.stderr))
+            settings = engine_sweep.RecordSettings(
+                ks=tuple(parse_ks(args.ks)), lengths=(args.max_new_tokens,), temperatures=(args.temperature,),
+                repeats=args.repeats, sweeps=args.sweeps, equal_prompts=args.equal_prompts)
+            doc = engine_sweep.run(target, tokenizer, heads, prompt_sets, settings, out,
+                                   log=lambda s: print(s, file=sys.stderr))
             print(json.dumps(doc["summary"], indent=1) if args.json else f"wrote {out}")
             return 0
         if len(prompt_sets) != 1:
@@ -102,7 +104,7 @@ def run(args) -> int:
         prompts = next(iter(prompt_sets.values()))
         head = head_for(args.method) if args.method != "none" else None
         rec = evaluate(target, tokenizer, head, args.method, args.k, prompts, args.max_new_tokens,
-                       args.temperature, args.seed, repeats=args.repeats, engine=args.engine)
+                       temperature=args.temperature, seed=args.seed, repeats=args.repeats, engine=args.engine)
     except (FileNotFoundError, ValueError) as exc:
         print(f"peagle-nb eval: error: {exc}", file=sys.stderr)
         return 2

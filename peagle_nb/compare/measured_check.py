@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from peagle_nb.analysis import step_phases
+from peagle_nb.engine.sweep_summary import SweepSummary
 
 CAUSES = (("phases", "the step phases alone (what the model is fitted to)"),
           ("step_wall", "each step's wall time (plus the host's bookkeeping)"),
@@ -30,16 +31,17 @@ def advice_vs_measured(advice_row: Mapping, doc: Mapping, prompt_set: str) -> di
     :func:`peagle_nb.analysis.step_phases.verdict`, as in notebook 03's table), ``chain``: the P-EAGLE / EAGLE-3
     ratio at the sweep's best K after each of :data:`CAUSES`, each method's prefill, and ``largest_step``: the cause
     that moves the ratio most."""
-    summary = doc.get("summary", {}).get(prompt_set)
-    if not summary or "peagle_over_eagle3_at_best_k" not in summary or not doc.get("phases"):
+    flat = doc.get("summary", {}).get(prompt_set)
+    summary = SweepSummary.from_dict(flat) if flat else None
+    if summary is None or summary.peagle_over_eagle3_at_best_k is None or not doc.get("phases"):
         raise ValueError(f"{prompt_set!r}: the results file needs a summary with both methods and step phases "
                          "(written by peagle-nb eval --sweep)")
-    best = {m: int(summary[f"{m}.best_k"]) for m in ("eagle3", "peagle")}
+    best = {m: int(summary.method(m).best_k) for m in ("eagle3", "peagle")}
     parts = {m: step_phases.speedup_breakdown(doc["runs"], doc["phases"], m, k, prompt_set) for m, k in best.items()}
     chain = {key: parts["peagle"][key] / parts["eagle3"][key] for key, _ in CAUSES}
     keys = [key for key, _ in CAUSES]
     moves = {keys[i]: chain[keys[i]] / chain[keys[i - 1]] - 1 for i in range(1, len(keys))}
-    measured = dict(summary["peagle_over_eagle3_at_best_k"])
+    measured = summary.peagle_over_eagle3_at_best_k.to_dict()
     predicted = float(advice_row["peagle_over_eagle3"])
     return {"prompt_set": prompt_set, "predicted": predicted,
             "predicted_verdict": "peagle faster" if predicted > 1 else "eagle3 faster",

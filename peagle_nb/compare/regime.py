@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from peagle_nb.analysis import step_phases
 from peagle_nb.compare import published as pub
+from peagle_nb.engine.sweep_summary import SweepSummary
 
 
 def published_split(doc: Mapping) -> dict:
@@ -41,19 +42,20 @@ def when_peagle_wins(doc: Mapping, pf: pub.PublishedFit, measured: Mapping, prom
     ke = out["split"]["k_eagle3"]  # the drafting each method does at the blog's best K, in target steps
     out["model_draft_over_target"] = {"peagle": pf.cost.draft_ms("peagle", 7, 1) / pf.cost.baseline_ms(1),
                                       "eagle3": pf.cost.draft_ms("eagle3", ke, 1) / pf.cost.baseline_ms(1)}
-    runs, phases, summary = measured["runs"], measured["phases"], measured["summary"][prompt_set]
+    runs, phases = measured["runs"], measured["phases"]
+    summary = SweepSummary.from_dict(measured["summary"][prompt_set])
     tau = {m: {k: step_phases.tau_at(runs, m, k, prompt_set) for k in (3, 7)} for m in ("peagle", "eagle3")}
     out["suite_deep_gain"] = {m: tau[m][7] - tau[m][3] for m in tau}
     out["suite_acceptance"] = tau["peagle"][7] / tau["eagle3"][3]
     plain = step_phases.step_ms(step_phases.find_row(phases, "none"))
     out["suite_draft_over_target"] = {"peagle": step_phases.draft_ms_per_k(phases, "peagle")[7] / plain,
                                       "eagle3": step_phases.draft_ms_per_k(phases, "eagle3")[ke] / plain}
-    best = {m: int(summary[f"{m}.best_k"]) for m in ("peagle", "eagle3")}
+    best = {m: int(summary.method(m).best_k) for m in ("peagle", "eagle3")}
     parts = {m: step_phases.speedup_breakdown(runs, phases, m, k, prompt_set) for m, k in best.items()}
     out["suite_prefill_ratio"] = parts["peagle"]["prefill_ms"] / parts["eagle3"]["prefill_ms"]
     out["suite_decode_ratio"] = parts["peagle"]["decode"] / parts["eagle3"]["decode"]
     out["suite_end_to_end_ratio"] = parts["peagle"]["end_to_end"] / parts["eagle3"]["end_to_end"]
-    out["suite_ratio"] = dict(summary["peagle_over_eagle3_at_best_k"])
+    out["suite_ratio"] = summary.peagle_over_eagle3_at_best_k.to_dict()
     out["suite_verdict"] = step_phases.verdict(out["suite_ratio"])
     out["suite_tokens"] = max(r.get("max_new_tokens", 0) for r in runs)
     return out

@@ -6,7 +6,9 @@ verification with KV-cache rollback, per-step statistics. Explained in notebooks
 - ``verify``: greedy acceptance (``peagle_kernels.greedy_verify``) and rejection sampling;
 - ``decoder``: ``SpecDecoder.generate`` ties them together; ``stats``: what each step measured;
 - ``checks``: clear errors for mismatched heads, K, prompts; ``evaluate``: prompt sets and K sweeps;
-- ``run_record``: ``EngineRun``, the typed record of one configuration (``evaluate_run``; ``evaluate`` flattens it).
+- ``run_record``: ``EngineRun``, the typed record of one configuration (``evaluate_run``; ``evaluate`` flattens it);
+  ``sweep_summary``: ``SweepSummary``, a sweep's typed summary per prompt set (``summarize_sweep_sets``);
+  ``phase_record``: ``StepPhases``, one configuration's step timed phase by phase.
 
 The sweep behind data/results/engine_*.json and the drafting-cost harness live in the lab
 (``peagle_nb.lab.sweeps.engine_sweep``, ``peagle_nb.lab.benchmarks.drafting_cost``).
@@ -14,10 +16,12 @@ The sweep behind data/results/engine_*.json and the drafting-cost harness live i
 
 from peagle_nb.engine.checks import HeadMismatchError
 from peagle_nb.engine.decoder import SpecDecoder
-from peagle_nb.engine.evaluate import best_k, evaluate, evaluate_run, sweep
+from peagle_nb.engine.evaluate import RunSettings, SweepSettings, best_k, evaluate, evaluate_run, sweep
+from peagle_nb.engine.phase_record import StepPhases
 from peagle_nb.engine.run_record import EngineRun
+from peagle_nb.engine.sweep_summary import SweepSummary
 from peagle_nb.text.prompts import load_prompts
 from peagle_nb.engine.stats import GenerationResult, StepStats
 
-__all__ = ["EngineRun", "GenerationResult", "HeadMismatchError", "SpecDecoder", "StepStats", "best_k", "evaluate",
-           "evaluate_run", "load_prompts", "sweep"]
+__all__ = ["EngineRun", "GenerationResult", "HeadMismatchError", "RunSettings", "SpecDecoder", "StepPhases",
+           "StepStats", "SweepSettings", "SweepSummary", "best_k", "evaluate", "evaluate_run", "load_prompts", "sweep"]

@@ -22,11 +22,21 @@ Serving metrics, as serving benchmarks report them (per request, over the median
 from __future__ import annotations
 
 import statistics
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 from peagle_nb.analysis import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
 from peagle_nb.engine.run_record import DraftingSplit, EngineRun
+from peagle_nb.engine.sweep_summary import (
+    TAU_K,
+    DraftCost,
+    MethodSummary,
+    OverSweeps,
+    SweepSummary,
+    TauAtK7,
+    TpotSummary,
+)
 
 ENGINES = ("lean", "reference")
 OUTLIER_RATIO = 1.3  # a timed repeat this far from its configuration's median is flagged in the record
@@ -122,32 +132,53 @@ def repeat_outliers(values: Sequence[float], ratio: float = OUTLIER_RATIO) -> li
     return [i for i, v in enumerate(values) if med > 0 and (v > med * ratio or v < med / ratio)]
 
 
-def evaluate(*args, **kwargs) -> dict:
-    """:func:`evaluate_run` (same arguments) as the flat ``peagle-nb eval --json`` record: ``EngineRun.to_dict()``,
-    the keys of the run records in ``data/results/engine_*.json``."""
-    return evaluate_run(*args, **kwargs).to_dict()
+@dataclass(frozen=True)
+class RunSettings:
+    """How one configuration is run over its prompt set (what :func:`evaluate_run` does besides which model)."""
+
+    max_new_tokens: int = 64  # per prompt
+    temperature: float = 0.0  # 0: greedy
+    seed: int = 0  # prompt i is generated with seed + i (sampling only)
+    repeats: int = 1  # timed passes over the prompt set; the median one is recorded
+    warmup: bool = True  # one short untimed generation per distinct prompt length first
+    engine: str = "lean"  # of the decoder made here (ENGINES); a decoder passed in is used as it is
+    draft_sampling: str = "sample"  # how drafts are drawn at temperature > 0 (engine.drafting)
+
+
+def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
+             max_new_tokens: int = 64, *, reference: list[list[int]] | None = None, decoder=None,
+             **settings) -> dict:
+    """:func:`evaluate_run` as the flat ``peagle-nb eval --json`` record: ``EngineRun.to_dict()``, the keys of the
+    run records in ``data/results/engine_*.json``. ``settings``: the other fields of :class:`RunSettings`
+    (``temperature``, ``seed``, ``repeats``, ``warmup``, ``engine``, ``draft_sampling``) by name."""
+    run = RunSettings(max_new_tokens=max_new_tokens, **settings)
+    return evaluate_run(target, tokenizer, head, method, k, prompts, run, reference=reference,
+                        decoder=decoder).to_dict()
 
 
 def evaluate_run(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
-                 max_new_tokens: int = 64, temperature: float = 0.0, seed: int = 0,
-                 reference: list[list[int]] | None = None, warmup: bool = True, decoder=None,
-                 repeats: int = 1, engine: str = "lean", draft_sampling: str = "sample") -> EngineRun:
+                 settings: RunSettings = RunSettings(), reference: list[list[int]] | None = None,
+                 decoder=None) -> EngineRun:
     """One configuration over a prompt set -> its :class:`~peagle_nb.engine.run_record.EngineRun`.
 
-    Prompt i is generated with seed ``seed + i`` (sampling only; a sweep's sweep j adds ``1000 j``, so its
-    sweeps are independent seeds). ``lossless`` (temperature 0): every output
-    equals plain greedy decoding (``reference``, computed when not given). At temperature > 0 it is None: the
-    distribution is checked statistically instead (notebook 01, tests/engine/test_rejection_sampling.py).
+    Prompt i is generated with seed ``settings.seed + i`` (sampling only; a sweep's sweep j adds ``1000 j``, so
+    its sweeps are independent seeds). ``lossless`` (temperature 0): every output equals plain greedy decoding
+    (``reference``, computed when not given). At temperature > 0 it is None: the distribution is checked
+    statistically instead (notebook 01, tests/engine/test_rejection_sampling.py). ``decoder``: one made by the
+    caller (reused across calls); else one of ``settings.engine`` is made here.
     """
+    max_new_tokens, temperature, seed, repeats = (settings.max_new_tokens, settings.temperature, settings.seed,
+                                                  settings.repeats)
+    draft_sampling = settings.draft_sampling
     prompt_ids = encode_prompts(tokenizer, prompts)
     if not prompt_ids:
         raise ValueError("no prompts to evaluate")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     kw = {"draft_sampling": draft_sampling} if method != "none" else {}
-    dec = decoder or make_decoder(engine, target, tokenizer, head, method, k, **kw)
-    if warmup:  # first calls pay for allocation, kernel selection, graph capture and each prompt length's first
-        seen = set()  # prefill: one short generation per distinct prompt length keeps all of it out of the timings
+    dec = decoder or make_decoder(settings.engine, target, tokenizer, head, method, k, **kw)
+    if settings.warmup:  # first calls pay for allocation, kernel selection, graph capture and each prompt length's
+        seen = set()  # first prefill: one short generation per distinct prompt length keeps it out of the timings
         for p in prompt_ids:
             if len(p) not in seen:
                 seen.add(len(p))
@@ -215,37 +246,54 @@ def evaluate_run(target, tokenizer, head=None, method: str = "none", k: int = 1,
     )
 
 
-def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], ks: Iterable[int] = range(1, 11),
-          max_new_tokens: int = 64, temperature: float = 0.0, progress=None, deadline: float | None = None,
-          repeats: int = 1, engine: str = "lean", sweeps: int = 1, decoders: dict | None = None,
-          reference_engine: str = "reference") -> list[dict]:
-    """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set, ``sweeps`` times.
+@dataclass(frozen=True)
+class SweepSettings:
+    """What :func:`sweep` runs: the K values, the generation, the timing and its time box."""
+
+    ks: tuple[int, ...] = tuple(range(1, 11))  # drafts per step, each method
+    max_new_tokens: int = 64  # per prompt
+    temperature: float = 0.0  # 0: greedy (outputs checked against plain greedy decoding)
+    repeats: int = 1  # timed passes over a prompt set per configuration and sweep
+    sweeps: int = 1  # independent passes over every configuration (the spread of a best-K ratio)
+    engine: str = "lean"  # of the decoders made here
+    reference_engine: str = "reference"  # that makes the plain greedy outputs losslessness is checked against
+    deadline: float | None = None  # a time.monotonic() value past which no further configuration starts
+
+    def run_settings(self, sweep: int) -> RunSettings:
+        """One configuration's settings in sweep ``sweep`` (seeds ``1000 * sweep + i``: independent sweeps)."""
+        return RunSettings(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=1000 * sweep,
+                           repeats=self.repeats, engine=self.engine)
+
+
+def sweep(target, tokenizer, heads: dict, prompt_sets: dict[str, Sequence], settings: SweepSettings = SweepSettings(),
+          progress=None, decoders: dict | None = None) -> list[dict]:
+    """none + each method in ``heads`` ({"eagle3": head, "peagle": head}) x K, on each prompt set,
+    ``settings.sweeps`` times.
 
     The sweeps are independent passes over every configuration (decoders, and so captured graphs, are made once
     and reused), so the spread between them is the run-to-run noise of a best-K ratio. Returns flat run records
-    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.files.results.make_results``. Past ``deadline`` (a
-    ``time.monotonic()`` value) no further configuration starts (a time-boxed GPU run). ``decoders``: {(method, k):
-    decoder} made by the caller (to reuse them afterwards); missing ones are made here.
+    (``prompt_set`` and ``sweep`` added) for ``peagle_nb.files.results.make_results``. Past ``settings.deadline``
+    no further configuration starts (a time-boxed GPU run). ``decoders``: {(method, k): decoder} made by the caller
+    (to reuse them afterwards); missing ones are made here. ``progress``: called with each run record.
     """
     import time
 
-    ks = list(ks)
     sets = {name: encode_prompts(tokenizer, prompts) for name, prompts in prompt_sets.items()}
-    refs = {name: greedy_reference(target, ids, max_new_tokens, reference_engine) if temperature <= 0 else None
-            for name, ids in sets.items()}
+    refs = {name: greedy_reference(target, ids, settings.max_new_tokens, settings.reference_engine)
+            if settings.temperature <= 0 else None for name, ids in sets.items()}
     decoders = decoders if decoders is not None else {}
-    for method, k in [("none", 1)] + [(m, k) for m in heads for k in ks]:
+    for method, k in [("none", 1)] + [(m, k) for m in heads for k in settings.ks]:
         if (method, k) not in decoders:
-            decoders[(method, k)] = make_decoder(engine, target, tokenizer, heads.get(method), method, k)
+            decoders[(method, k)] = make_decoder(settings.engine, target, tokenizer, heads.get(method), method, k)
     runs = []
-    for i in range(sweeps):
+    for i in range(settings.sweeps):
         for set_name, ids in sets.items():
             base = None
             for (method, k), dec in decoders.items():
-                if deadline is not None and time.monotonic() > deadline:
+                if settings.deadline is not None and time.monotonic() > settings.deadline:
                     return runs
-                rec = evaluate(target, tokenizer, heads.get(method), method, k, ids, max_new_tokens, temperature,
-                               seed=1000 * i, reference=refs[set_name], decoder=dec, repeats=repeats)
+                rec = evaluate_run(target, tokenizer, heads.get(method), method, k, ids, settings.run_settings(i),
+                                   reference=refs[set_name], decoder=dec).to_dict()
                 if method == "none":
                     base = rec
                 elif base is not None and base["tokens_per_s"]:
@@ -266,44 +314,22 @@ def best_k(runs: Sequence[dict], method: str, prompt_set: str | None = None, key
     return max(cand, key=lambda r: r[key])
 
 
-def _min_med_max(values: Sequence[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
-
-
 def ratio_verdict(ratios: Sequence[float]) -> str:
     """P-EAGLE / EAGLE-3 speed ratios over sweeps -> "peagle faster" (all > 1), "eagle3 faster" (all < 1) or
     "tie" (the sweeps straddle 1: inside the run-to-run noise)."""
     return "peagle faster" if min(ratios) > 1 else "eagle3 faster" if max(ratios) < 1 else "tie"
 
 
-def _tpot_summary(rs: Sequence[dict], sweeps: Sequence[int], methods: Sequence[str]) -> dict:
-    """Best K by time per output token (decode only) per method, its speedup over plain decoding's TPOT, TTFT at
-    that K, and the P-EAGLE / EAGLE-3 TPOT ratio over sweeps (EAGLE-3's TPOT over P-EAGLE's: > 1, P-EAGLE faster)."""
-    s: dict = {}
-    none = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
-    if all(none.values()):
-        s["none.tpot_ms"] = statistics.median(none[i][0]["tpot_ms"] for i in sweeps)
-        s["none.ttft_ms"] = statistics.median(none[i][0]["ttft_ms"] for i in sweeps)
-    best = {m: {i: min((r for r in rs if r["method"] == m and r.get("sweep", 0) == i), key=lambda r: r["tpot_ms"])
-                for i in sweeps} for m in methods}
-    for m in methods:
-        s[f"{m}.best_k_tpot"] = statistics.median_low([b["k"] for b in best[m].values()])
-        s[f"{m}.tpot_ms"] = statistics.median(b["tpot_ms"] for b in best[m].values())
-        s[f"{m}.ttft_ms"] = statistics.median(b["ttft_ms"] for b in best[m].values())
-        if all(none.values()):
-            s[f"{m}.tpot_speedup_vs_none"] = _min_med_max([none[i][0]["tpot_ms"] / best[m][i]["tpot_ms"]
-                                                           for i in sweeps])
-    if {"eagle3", "peagle"} <= set(methods):
-        ratio = [best["eagle3"][i]["tpot_ms"] / best["peagle"][i]["tpot_ms"] for i in sweeps]
-        s["peagle_over_eagle3_tpot"] = _min_med_max(ratio)
-        s["peagle_over_eagle3_tpot_verdict"] = ratio_verdict(ratio)
-    return s
-
-
 def summarize_sweep(runs: Sequence[dict]) -> dict:
+    """:func:`summarize_sweep_sets` as the flat ``summary`` object of the results files."""
+    return {ps: s.to_dict() for ps, s in summarize_sweep_sets(runs).items()}
+
+
+def summarize_sweep_sets(runs: Sequence[dict]) -> dict[str, SweepSummary]:
     """Per prompt set, over the sweeps: each method's best K (tokens/s) and speedup over plain decoding, the
     P-EAGLE / EAGLE-3 ratio at each one's best K (min / median / max over sweeps; ``tie`` when the sweeps
-    disagree on which is faster), tau at K=7, and drafting cost K_max / K=1 (P-EAGLE ~flat, EAGLE-3 ~linear)."""
+    disagree on which is faster), tau at K=7, drafting cost K_max / K=1 (P-EAGLE ~flat, EAGLE-3 ~linear), and,
+    where every run has TPOT, the same comparison on time per output token."""
     out = {}
     for ps in sorted({r.get("prompt_set") for r in runs}, key=str):
         rs = [r for r in runs if r.get("prompt_set") == ps]
@@ -314,69 +340,66 @@ def summarize_sweep(runs: Sequence[dict]) -> dict:
         sweeps = sorted(i for i, c in configs.items() if c == every)
         if not sweeps:
             raise ValueError(f"no complete sweep on {ps!r}: raise the time budget or lower --ks")
-        rs = [r for r in rs if r.get("sweep", 0) in sweeps]
-        s: dict = {"sweeps": len(sweeps)}
-        if len(sweeps) < len(configs):
-            s["incomplete_sweeps_dropped"] = len(configs) - len(sweeps)
-        methods = sorted({r["method"] for r in rs} - {"none"})
-        none_tps = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
-        best = {m: {i: best_k(rs, m, sweep=i) for i in sweeps} for m in methods}
-        for m in methods:
-            s[f"{m}.best_k"] = statistics.median_low([b["k"] for b in best[m].values()])
-            s[f"{m}.best_k_per_sweep"] = [best[m][i]["k"] for i in sweeps]
-            s[f"{m}.best_tokens_per_s"] = statistics.median(b["tokens_per_s"] for b in best[m].values())
-            mr = sorted((r for r in rs if r["method"] == m and r.get("sweep", 0) == sweeps[0]), key=lambda r: r["k"])
-            k7 = [r for r in rs if r["method"] == m and r["k"] == 7]
-            if k7:  # over sweeps: the same numbers at temperature 0, independent seeds when sampling
-                s[f"{m}.k7.tau"] = statistics.median(r["tau"] for r in k7)
-                s[f"{m}.k7.tau_spread"] = _min_med_max([r["tau"] for r in k7])
-                s[f"{m}.k7.repetition_fraction"] = statistics.median(r["repetition_fraction"] for r in k7)
-                fresh = [r["tau_fresh"] for r in k7 if r["tau_fresh"] is not None]  # None: no fresh steps
-                if fresh:
-                    s[f"{m}.k7.tau_fresh"] = statistics.median(fresh)
-            if len(mr) > 1 and mr[0]["draft_ms_per_step"] > 0:
-                s[f"{m}.draft_cost_ratio_k{mr[-1]['k']}_vs_k{mr[0]['k']}"] = (
-                    mr[-1]["draft_ms_per_step"] / mr[0]["draft_ms_per_step"])
-            s[f"{m}.lossless_all"] = all(r["lossless"] is not False for r in rs if r["method"] == m)
-            ratios = [best[m][i]["tokens_per_s"] / none_tps[i][0]["tokens_per_s"] for i in sweeps if none_tps[i]]
-            if ratios:
-                s[f"{m}.speedup_vs_none_at_best_k"] = _min_med_max(ratios)
-        if any(none_tps.values()):
-            s["none.tokens_per_s"] = statistics.median(r[0]["tokens_per_s"] for r in none_tps.values() if r)
-        if {"eagle3", "peagle"} <= set(methods):
-            ratio = [best["peagle"][i]["tokens_per_s"] / best["eagle3"][i]["tokens_per_s"] for i in sweeps]
-            s["peagle_over_eagle3_at_best_k"] = _min_med_max(ratio)
-            s["peagle_over_eagle3_verdict"] = ratio_verdict(ratio)
-        if methods and all("tpot_ms" in r for r in rs):
-            s.update(_tpot_summary(rs, sweeps, methods))
-        outliers = [r for r in rs if r.get("repeat_outliers")]
-        if outliers:
-            s["configurations_with_outlier_repeats"] = len(outliers)
-        out[ps] = s
+        out[ps] = _summarize_set([r for r in rs if r.get("sweep", 0) in sweeps], sweeps, len(configs) - len(sweeps))
     return out
 
 
-def sweep_to_results(target, tokenizer, heads: dict, prompt_sets: dict, ks=range(1, 11), max_new_tokens: int = 64,
-                     progress=None, notes: str | None = None, draft_cost: list[dict] | None = None,
-                     deadline: float | None = None, repeats: int = 1, engine: str = "lean", sweeps: int = 1,
-                     temperature: float = 0.0, decoders: dict | None = None) -> dict:
-    """Run :func:`sweep` and wrap it as a ``peagle_nb.files.results`` document (plus a ``summary`` object)."""
-    from peagle_nb.files import results
+def _summarize_set(rs: Sequence[dict], sweeps: Sequence[int], dropped: int) -> SweepSummary:
+    """One prompt set's runs of the complete sweeps ``sweeps`` -> its summary."""
+    methods = sorted({r["method"] for r in rs} - {"none"})
+    plain = {i: [r for r in rs if r["method"] == "none" and r.get("sweep", 0) == i] for i in sweeps}
+    best = {m: {i: best_k(rs, m, sweep=i) for i in sweeps} for m in methods}
+    with_tpot = bool(methods) and all("tpot_ms" in r for r in rs)
+    best_tpot = {m: {i: min((r for r in rs if r["method"] == m and r.get("sweep", 0) == i), key=lambda r: r["tpot_ms"])
+                     for i in sweeps} for m in methods} if with_tpot else {}
+    both = {"eagle3", "peagle"} <= set(methods)
+    ratio = [best["peagle"][i]["tokens_per_s"] / best["eagle3"][i]["tokens_per_s"] for i in sweeps] if both else None
+    tpot_ratio = ([best_tpot["eagle3"][i]["tpot_ms"] / best_tpot["peagle"][i]["tpot_ms"] for i in sweeps]
+                  if both and with_tpot else None)
+    plain_tpot = with_tpot and all(plain.values())
+    outliers = sum(1 for r in rs if r.get("repeat_outliers"))
+    return SweepSummary(
+        sweeps=len(sweeps), incomplete_sweeps_dropped=dropped or None,
+        methods={m: _summarize_method(rs, m, sweeps, best[m], best_tpot.get(m), plain) for m in methods},
+        none_tokens_per_s=(statistics.median(r[0]["tokens_per_s"] for r in plain.values() if r)
+                           if any(plain.values()) else None),
+        peagle_over_eagle3_at_best_k=OverSweeps.of(ratio) if ratio else None,
+        peagle_over_eagle3_verdict=ratio_verdict(ratio) if ratio else None,
+        none_tpot_ms=statistics.median(plain[i][0]["tpot_ms"] for i in sweeps) if plain_tpot else None,
+        none_ttft_ms=statistics.median(plain[i][0]["ttft_ms"] for i in sweeps) if plain_tpot else None,
+        peagle_over_eagle3_tpot=OverSweeps.of(tpot_ratio) if tpot_ratio else None,
+        peagle_over_eagle3_tpot_verdict=ratio_verdict(tpot_ratio) if tpot_ratio else None,
+        configurations_with_outlier_repeats=outliers or None)
 
-    runs = sweep(target, tokenizer, heads, prompt_sets, ks, max_new_tokens, temperature, progress=progress,
-                 deadline=deadline, repeats=repeats, engine=engine, sweeps=sweeps, decoders=decoders)
-    doc = results.make_results(
-        "engine", runs,
-        model={"target": getattr(target.config, "_name_or_path", "") or "tiny-target",
-               "heads": {m: {"layers": h.config.num_hidden_layers, "trained_k": h.trained_k} for m, h in heads.items()},
-               "dtype": str(next(target.parameters()).dtype)},
-        notes=notes or (f"batch 1, {'greedy' if temperature <= 0 else f'temperature {temperature}'}, "
-                        f"{max_new_tokens} new tokens per prompt, ignore EOS; {engine} engine; {sweeps} sweep(s), each "
-                        f"configuration's prompt set timed {repeats} time(s) (tokens_per_s: median, p10, p90, every "
-                        "repeat kept); tokens_per_s = generated tokens / wall time of generate() incl. prefill, after "
-                        "one warm-up generation (and graph capture) per configuration; draft/verify/bookkeeping ms "
-                        "per verification step"))
-    doc["summary"] = summarize_sweep(runs)
-    if draft_cost:
-        doc["draft_cost"] = draft_cost
-    return results.validate(doc)
+
+def _summarize_method(rs: Sequence[dict], m: str, sweeps: Sequence[int], best: dict[int, dict],
+                      best_tpot: dict[int, dict] | None, plain: dict[int, list[dict]]) -> MethodSummary:
+    """Method ``m``'s figures; ``best`` / ``best_tpot``: its best run per sweep by tokens/s / by TPOT (None: some
+    run has no TPOT); ``plain``: plain decoding's runs per sweep."""
+    mine = [r for r in rs if r["method"] == m]
+    first = sorted((r for r in mine if r.get("sweep", 0) == sweeps[0]), key=lambda r: r["k"])
+    k7 = [r for r in mine if r["k"] == TAU_K]
+    at_k7 = None
+    if k7:  # over sweeps: the same numbers at temperature 0, independent seeds when sampling
+        fresh = [r["tau_fresh"] for r in k7 if r["tau_fresh"] is not None]  # None: no fresh steps
+        at_k7 = TauAtK7(tau=statistics.median(r["tau"] for r in k7), tau_spread=OverSweeps.of([r["tau"] for r in k7]),
+                        repetition_fraction=statistics.median(r["repetition_fraction"] for r in k7),
+                        tau_fresh=statistics.median(fresh) if fresh else None)
+    draft_cost = None
+    if len(first) > 1 and first[0]["draft_ms_per_step"] > 0:
+        draft_cost = DraftCost(k_high=first[-1]["k"], k_low=first[0]["k"],
+                               ratio=first[-1]["draft_ms_per_step"] / first[0]["draft_ms_per_step"])
+    speedups = [best[i]["tokens_per_s"] / plain[i][0]["tokens_per_s"] for i in sweeps if plain[i]]
+    tpot = None
+    if best_tpot is not None:
+        tpot = TpotSummary(
+            best_k_tpot=statistics.median_low([b["k"] for b in best_tpot.values()]),
+            tpot_ms=statistics.median(b["tpot_ms"] for b in best_tpot.values()),
+            ttft_ms=statistics.median(b["ttft_ms"] for b in best_tpot.values()),
+            tpot_speedup_vs_none=(OverSweeps.of([plain[i][0]["tpot_ms"] / best_tpot[i]["tpot_ms"] for i in sweeps])
+                                  if all(plain.values()) else None))
+    return MethodSummary(
+        best_k=statistics.median_low([b["k"] for b in best.values()]), best_k_per_sweep=[best[i]["k"] for i in sweeps],
+        best_tokens_per_s=statistics.median(b["tokens_per_s"] for b in best.values()), at_k7=at_k7,
+        draft_cost=draft_cost, lossless_all=all(r["lossless"] is not False for r in mine),
+        speedup_vs_none_at_best_k=OverSweeps.of(speedups) if speedups else None, tpot=tpot)

@@ -42,7 +42,7 @@ ROLE_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 METHODS = ("peagle", "eagle3", "none")
-__all__ = ["PRESETS", "DeploymentPlan", "PlanError", "build_plan", "validate_plan"]
+__all__ = ["PRESETS", "DeploymentPlan", "PlanError", "PlanRequest", "build_plan", "validate_plan"]
 
 
 class PlanError(ValueError):
@@ -263,21 +263,53 @@ def _engine_env(flags: tuple[str, ...], overrides: dict[str, Any] | None) -> dic
     return env
 
 
-def build_plan(preset: str | None = None, *, target: str | None = None, head: str | None = None,
-               method: str | None = None, k: int | None = None, trained_k: int | None = None,
-               instance_type: str | None = None, instance_count: int = 1, region: str | None = None,
-               role_arn: str | None = None, image_uri: str | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,
-               inference_ami_version: str | None = None, startup_health_timeout_s: int = 1800,
-               engine_args: dict[str, Any] | None = None, extra_env: dict[str, str] | None = None,
-               s3_bucket: str | None = None, model_data_s3_uri: str | None = None, head_s3_uri: str | None = None,
-               min_gpu_memory_gib: float | None = None, run_id: str | None = None,
-               name: str | None = None) -> DeploymentPlan:
-    """Build a plan from ``preset`` (a ``peagle_nb.serving.presets`` name) and/or explicit arguments
-    (explicit wins).
+@dataclass(frozen=True)
+class PlanRequest:
+    """What :func:`build_plan` may be told besides a preset; a field left at None takes the preset's value (or the
+    default named here)."""
+
+    target: str | None = None  # hub id, local folder or s3:// uri (default: the preset's)
+    head: str | None = None  # the draft head, the same kinds of location (default: the preset's)
+    method: str | None = None  # one of METHODS (default: the preset's, else "peagle")
+    k: int | None = None  # drafts per step (default: the preset's, else 3)
+    trained_k: int | None = None  # the head's trained depth (default: the preset's, or read from a local head)
+    instance_type: str | None = None  # default: the preset's, else ml.g6e.2xlarge
+    instance_count: int = 1
+    region: str | None = None  # default: AWS_REGION / AWS_DEFAULT_REGION
+    role_arn: str | None = None  # default: SAGEMAKER_ROLE_ARN
+    image_uri: str | None = None  # default: AWS's vLLM image for the region and instance (images.choose_image)
+    vllm_version: str = DEFAULT_VLLM_VERSION
+    inference_ami_version: str | None = None  # default: the one the image suits
+    startup_health_timeout_s: int = 1800  # the container must answer /ping within this
+    engine_args: dict[str, Any] | None = None  # vLLM flags over the preset's ({flag: value}; False/None: removed)
+    extra_env: dict[str, str] | None = None  # container variables added last
+    s3_bucket: str | None = None  # where local weights are uploaded (peagle-nb/<run id>/...)
+    model_data_s3_uri: str | None = None  # the target's weights already in S3
+    head_s3_uri: str | None = None  # the head's weights already in S3
+    min_gpu_memory_gib: float | None = None  # default: the preset's requirement
+    run_id: str | None = None  # default: a new one (tags every resource)
+    name: str | None = None  # default: the preset's name, else "custom"
+
+
+def build_plan(preset: str | None = None, **overrides) -> DeploymentPlan:
+    """Build a plan from ``preset`` (a ``peagle_nb.serving.presets`` name) and/or explicit settings, any field of
+    :class:`PlanRequest` by name (explicit wins).
 
     Region and role default to ``AWS_REGION``/``AWS_DEFAULT_REGION`` and ``SAGEMAKER_ROLE_ARN``. Does not
     validate (call :func:`validate_plan`) and makes no AWS call (the image lookup reads the SDK's table).
     """
+    names = [f.name for f in dataclasses.fields(PlanRequest)]
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise PlanError([f"unknown plan setting(s) {unknown}: build_plan takes a preset and {', '.join(names)}"])
+    return _plan_from(preset, PlanRequest(**overrides))
+
+
+def _plan_from(preset: str | None, req: PlanRequest) -> DeploymentPlan:
+    """:func:`build_plan` once its settings are read."""
+    target, head, method, k, trained_k = req.target, req.head, req.method, req.k, req.trained_k
+    instance_type, region, role_arn, run_id = req.instance_type, req.region, req.role_arn, req.run_id
+    model_data_s3_uri, head_s3_uri, s3_bucket = req.model_data_s3_uri, req.head_s3_uri, req.s3_bucket
     base = None
     if preset is not None:
         try:
@@ -328,19 +360,21 @@ def build_plan(preset: str | None = None, *, target: str | None = None, head: st
         pass
     if info is not None and info.gpus > 1:
         env[container.PREFIX + "TENSOR_PARALLEL_SIZE"] = str(info.gpus)
-    env.update(_engine_env(base.engine_flags if base else (), engine_args))
-    env.update(extra_env or {})
+    env.update(_engine_env(base.engine_flags if base else (), req.engine_args))
+    env.update(req.extra_env or {})
     env = dict(sorted(env.items()))  # the current entrypoint sorts; the older ones keep this order
 
-    choice = images.choose_image(region, instance_type, vllm_version=vllm_version, image_uri=image_uri,
-                                 inference_ami_version=inference_ami_version)
-    tags = {SUITE_TAG[0]: SUITE_TAG[1], RUN_TAG_KEY: run_id, "peagle-nb:plan": name or preset or "custom"}
-    min_gib = min_gpu_memory_gib if min_gpu_memory_gib is not None else ((base.gpu_memory_gib or 1) if base else 0.0)
+    choice = images.choose_image(region, instance_type, vllm_version=req.vllm_version, image_uri=req.image_uri,
+                                 inference_ami_version=req.inference_ami_version)
+    name = req.name or preset or "custom"
+    tags = {SUITE_TAG[0]: SUITE_TAG[1], RUN_TAG_KEY: run_id, "peagle-nb:plan": name}
+    min_gib = (req.min_gpu_memory_gib if req.min_gpu_memory_gib is not None
+               else ((base.gpu_memory_gib or 1) if base else 0.0))
     return DeploymentPlan(
-        name=name or preset or "custom", method=method, target=target, head=head if method != "none" else None,
+        name=name, method=method, target=target, head=head if method != "none" else None,
         k=k, trained_k=trained_k, instance_type=instance_type, image_uri=choice.uri, image_source=choice.source,
-        env=env, region=region, role_arn=role_arn, instance_count=instance_count, vllm_version=choice.vllm_version,
-        inference_ami_version=choice.inference_ami_version, startup_health_timeout_s=int(startup_health_timeout_s),
+        env=env, region=region, role_arn=role_arn, instance_count=req.instance_count, vllm_version=choice.vllm_version,
+        inference_ami_version=choice.inference_ami_version, startup_health_timeout_s=int(req.startup_health_timeout_s),
         model_data_s3_uri=model_data_s3_uri, head_s3_uri=head_s3_uri, s3_bucket=s3_bucket,
         min_gpu_memory_gib=float(min_gib), run_id=run_id, tags=tags, notes=base.notes if base else "")
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from peagle_nb.engine.evaluate import evaluate, evaluate_run
+from peagle_nb.engine.evaluate import RunSettings, evaluate, evaluate_run
 from peagle_nb.engine.run_record import DraftingSplit, EngineRun
 from peagle_nb.files import paths
 from peagle_nb.models.heads import DraftHead, config_for_target
@@ -70,7 +70,7 @@ def test_typed_and_flat_records_agree():
     target = tiny_target(dtype=torch.float32)
     head = DraftHead(config_for_target(target.config, "peagle", num_layers=2, draft_vocab_size=32, mask_token_id=63,
                                        trained_k=4)).eval()
-    run = evaluate_run(target, None, head, "peagle", 2, [[5, 6, 7, 8]], max_new_tokens=10, warmup=False)
+    run = evaluate_run(target, None, head, "peagle", 2, [[5, 6, 7, 8]], RunSettings(max_new_tokens=10, warmup=False))
     assert isinstance(run.drafting_split, DraftingSplit) and run.draft_sampling is None  # greedy: no sampler
     flat = run.to_dict()
     assert flat["tau"] == run.tau and flat["tau_fresh"] == run.drafting_split.tau_fresh

@@ -248,3 +248,10 @@ def test_a_region_without_prices_has_no_price_not_another_regions():
     plan = build_plan("gpt-oss-20b-peagle", region="ap-southeast-3", role_arn=ROLE)
     assert plan.hourly_cost_usd() is None and "no price for ap-southeast-3 in the table" in plan.describe()
     assert "as of 2026-12-02" in build_plan("gpt-oss-20b-peagle", region="us-east-1", role_arn=ROLE).describe()
+
+
+def test_an_unknown_setting_is_refused_with_the_settings_there_are():
+    with pytest.raises(PlanError, match=r"unknown plan setting\(s\) \['instance'\].*instance_type"):
+        build_plan("tiny-peagle", instance="ml.g6e.xlarge", region="us-east-1", role_arn=ROLE)
+    explicit = build_plan("tiny-peagle", instance_type="ml.g6e.xlarge", region="us-east-1", role_arn=ROLE, k=2)
+    assert (explicit.instance_type, explicit.k) == ("ml.g6e.xlarge", 2)  # an explicit setting wins over the preset

@@ -335,14 +335,14 @@ class LeanDecoder:
         work in it: what a step could cost if the host were free), on a CPU the host time of one eager call
         (median). Replaying a phase repeats its writes, which the next step overwrites; plain decoding's position
         is restored. Keys: ``plain`` or ``build``, ``draft``, ``verify``, ``update``."""
-        names = (f"plain_{greedy}",) if self.method == "none" else ("build", f"draft_{greedy}", f"verify_{greedy}",
-                                                                     "update")
-        missing = [n for n in names if n not in self._steps]
+        names = ({"plain": f"plain_{greedy}"} if self.method == "none" else  # phase -> its captured step's name
+                 {"build": "build", "draft": f"draft_{greedy}", "verify": f"verify_{greedy}", "update": "update"})
+        missing = [n for n in names.values() if n not in self._steps]
         if missing:
             mode = "greedy" if greedy else "sampled"
             raise RuntimeError(f"phase_ms needs a {mode} generation first (phases not run yet: {missing})")
         out = {}
-        for name in names:
+        for phase, name in names.items():
             step = self._steps[name]
             pos = self.pos.clone()
             if self.use_graphs:
@@ -364,7 +364,7 @@ class LeanDecoder:
                     step.fn()
                     times.append((time.perf_counter() - t0) * 1e3)
             self.pos.copy_(pos)
-            out[name.split("_")[0]] = sorted(times)[len(times) // 2]
+            out[phase] = sorted(times)[len(times) // 2]
         return out
 
     def _plain_step(self, greedy, temperature, gen) -> dict:

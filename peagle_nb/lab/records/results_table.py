@@ -7,7 +7,10 @@ holds exactly this table, so a re-recorded file cannot leave a stale number in t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
+from peagle_nb.engine.phase_record import StepPhases
+from peagle_nb.engine.sweep_summary import OverSweeps, SweepSummary, read_summaries
 from peagle_nb.files import paths
 
 SETS = ("prose", "code", "ja")
@@ -39,13 +42,40 @@ def sampled_pooled_z(runs: list[dict]) -> dict[tuple[str, str], float]:
             for key, rs in groups.items()}
 
 
-def _spread(s: dict, fmt: str = "{:.2f}") -> str:
+def _spread(s: OverSweeps, fmt: str = "{:.2f}") -> str:
     """``median [min-max]``."""
-    return f"{fmt.format(s['median'])} [{fmt.format(s['min'])}-{fmt.format(s['max'])}]"
+    return f"{fmt.format(s.median)} [{fmt.format(s.min)}-{fmt.format(s.max)}]"
 
 
-def _sets(summary: dict, key: str, fmt) -> str:
-    return " / ".join(fmt(summary[s][key]) if s in summary and key in summary[s] else "-" for s in SETS)
+def _sets(summaries: dict[str, SweepSummary], pick: Callable[[SweepSummary], object], fmt) -> str:
+    """One cell per prompt set of :data:`SETS`: ``fmt(pick(summary))``, ``-`` where the set or the figure is absent."""
+    cells = []
+    for ps in SETS:
+        value = pick(summaries[ps]) if ps in summaries else None
+        cells.append("-" if value is None else fmt(value))
+    return " / ".join(cells)
+
+
+def _at_k7(method: str, field: str) -> Callable[[SweepSummary], object]:
+    """A figure of ``method`` at K=7 (``tau``, ``tau_spread``, ``repetition_fraction``), None where not swept."""
+    def pick(s: SweepSummary):
+        m = s.methods.get(method)
+        return getattr(m.at_k7, field) if m and m.at_k7 else None
+    return pick
+
+
+def _speedup(method: str) -> Callable[[SweepSummary], OverSweeps | None]:
+    """``method``'s tokens/s over plain decoding's at its best K."""
+    def pick(s: SweepSummary):
+        m = s.methods.get(method)
+        return m.speedup_vs_none_at_best_k if m else None
+    return pick
+
+
+def _tpot_speedup(s: SweepSummary, method: str) -> OverSweeps | None:
+    """``method``'s TPOT speedup over plain decoding at its best K by TPOT."""
+    m = s.methods.get(method)
+    return m.tpot.tpot_speedup_vs_none if m and m.tpot else None
 
 
 def _vllm_rows(runs: list[dict]) -> list[tuple[str, str, str, str]]:
@@ -112,18 +142,16 @@ def _h200_sampled_rows(h200: dict) -> list[tuple[str, str, str, str]]:
                     f"{ratios('plain')} / {ratios(f'verify_k{k}')} / {ratios(f'peagle_draft_k{k}')}",
                     f"{ratios('plain')} / - / {ratios(f'eagle3_draft_k{k}')}", src))
     reg = _regime(h200, 1.0, 256)
-    if reg and "peagle.tpot_speedup_vs_none" in next(iter(reg["summary"].values()), {}):
-        s = reg["summary"]
+    s = read_summaries(reg["summary"]) if reg else {}
+    if s and _tpot_speedup(next(iter(s.values())), "peagle"):
         sets = tuple(p for p in ("prose", "code", "ja") if p in s)
         out.append(("H200, T=1, 256 tokens: speed over plain decoding at each method's best K, time per output token "
                     "(end to end), " + " / ".join(sets) + " (3 sweeps: median [min-max])",
-                    " / ".join(f"{_spread(s[p]['peagle.tpot_speedup_vs_none'])} "
-                               f"({_spread(s[p]['peagle.speedup_vs_none_at_best_k'])})" for p in sets),
-                    " / ".join(f"{_spread(s[p]['eagle3.tpot_speedup_vs_none'])} "
-                               f"({_spread(s[p]['eagle3.speedup_vs_none_at_best_k'])})" for p in sets), src))
+                    *(" / ".join(f"{_spread(_tpot_speedup(s[p], m))} ({_spread(_speedup(m)(s[p]))})" for p in sets)
+                      for m in ("peagle", "eagle3")), src))
         out.append(("H200, T=1, 256 tokens: P-EAGLE / EAGLE-3 on time per output token, each at its best K, "
-                    + " / ".join(sets), " / ".join(f"{_spread(s[p]['peagle_over_eagle3_tpot'])} "
-                                                   f"({s[p]['peagle_over_eagle3_tpot_verdict']})" for p in sets),
+                    + " / ".join(sets), " / ".join(f"{_spread(s[p].peagle_over_eagle3_tpot)} "
+                                                   f"({s[p].peagle_over_eagle3_tpot_verdict})" for p in sets),
                     "", src))
     pre = [r for r in h200.get("prefill_comparison", []) if r["prefill"] == "graph" and r["method"] != "none"]
     if pre:
@@ -157,15 +185,15 @@ def rows() -> list[tuple[str, str, str, str]]:
     sampled, cpu, h200 = _load("engine_cpu_sampled.json"), _load("engine_cpu.json"), _load("engine_h200.json")
     f2 = "{:.2f}".format
     if sampled:
-        s = sampled["summary"]
+        s = read_summaries(sampled["summary"])
         out.append(("acceptance length τ at K=7, sampled at T=1 (3 seeds: median [min-max]), held-out prose / code / "
-                     "Japanese", _sets(s, "peagle.k7.tau_spread", _spread), _sets(s, "eagle3.k7.tau_spread", _spread),
-                     "`engine_cpu_sampled.json`"))
+                     "Japanese", _sets(s, _at_k7("peagle", "tau_spread"), _spread),
+                     _sets(s, _at_k7("eagle3", "tau_spread"), _spread), "`engine_cpu_sampled.json`"))
     if cpu:
-        s = cpu["summary"]
-        rep = _sets(s, "peagle.k7.repetition_fraction", lambda v: f"{100 * v:.0f}%")
+        s = read_summaries(cpu["summary"])
+        rep = _sets(s, _at_k7("peagle", "repetition_fraction"), lambda v: f"{100 * v:.0f}%")
         out.append((f"τ at K=7, greedy (share of generated tokens inside a repeated 8-gram: {rep}), same sets",
-                    _sets(s, "peagle.k7.tau", f2), _sets(s, "eagle3.k7.tau", f2), "`engine_cpu.json`"))
+                    _sets(s, _at_k7("peagle", "tau"), f2), _sets(s, _at_k7("eagle3", "tau"), f2), "`engine_cpu.json`"))
     vllm = _load("vllm_cpu.json")
     if vllm:
         out += _vllm_rows(vllm["runs"])
@@ -179,31 +207,30 @@ def rows() -> list[tuple[str, str, str, str]]:
                     f"{e['lean_tokens_per_s']['median']:.0f} vs {e['reference_tokens_per_s']['median']:.0f} tok/s "
                     f"({e['lean_over_reference']['median']:.1f}x); {floor:.3f} vs {wall:.3f} ms", "",
                     "`engine_h200.json`"))
-        ph = {(p["method"], p["k"]): p for p in h200["phases"]}
+        ph = {(p.method, p.k): p for p in map(StepPhases.from_dict, h200["phases"])}
         ks = sorted(k for m, k in ph if m == "peagle")
         kmax = max(ks)
         out.append((f"H200 drafting time K={kmax} vs K=1 (graph device time)",
-                     f"{ph[('peagle', kmax)]['draft_ms'] / ph[('peagle', 1)]['draft_ms']:.2f}x",
-                     f"{ph[('eagle3', kmax)]['draft_ms'] / ph[('eagle3', 1)]['draft_ms']:.2f}x", "`engine_h200.json`"))
-        s = h200["summary"]
+                     f"{ph[('peagle', kmax)].draft_ms / ph[('peagle', 1)].draft_ms:.2f}x",
+                     f"{ph[('eagle3', kmax)].draft_ms / ph[('eagle3', 1)].draft_ms:.2f}x", "`engine_h200.json`"))
+        s = read_summaries(h200["summary"])
         two = tuple(p for p in ("prose", "code") if p in s)
         out.append(("H200 speedup over plain decoding at each method's best K, prose / code (3 sweeps: median "
-                    "[min-max])", " / ".join(_spread(s[p]["peagle.speedup_vs_none_at_best_k"]) for p in two),
-                    " / ".join(_spread(s[p]["eagle3.speedup_vs_none_at_best_k"]) for p in two), "`engine_h200.json`"))
+                    "[min-max])", " / ".join(_spread(_speedup("peagle")(s[p])) for p in two),
+                    " / ".join(_spread(_speedup("eagle3")(s[p])) for p in two), "`engine_h200.json`"))
         out.append(("H200 P-EAGLE / EAGLE-3 tokens/s, each at its best K, prose / code",
-                    " / ".join(f"{_spread(s[p]['peagle_over_eagle3_at_best_k'])} ({s[p]['peagle_over_eagle3_verdict']})"
+                    " / ".join(f"{_spread(s[p].peagle_over_eagle3_at_best_k)} ({s[p].peagle_over_eagle3_verdict})"
                                for p in two), "", "`engine_h200.json`"))
-        bc = {(r["k"], r["builder"]): r for r in h200["builder_comparison"]}
+        bc = {(r.k, r.builder): r for r in map(StepPhases.from_dict, h200["builder_comparison"])}
         k = max(kk for kk, _ in bc)
         out.append((f"H200 share of a P-EAGLE step (K={k}) spent building the drafter's batch: fused kernel vs "
-                    "eager PyTorch ops", f"{100 * bc[(k, 'fused')]['build_share']:.1f}% vs "
-                    f"{100 * bc[(k, 'eager')]['build_share']:.1f}%", "", "`engine_h200.json`"))
+                    "eager PyTorch ops", f"{100 * bc[(k, 'fused')].build_share:.1f}% vs "
+                    f"{100 * bc[(k, 'eager')].build_share:.1f}%", "", "`engine_h200.json`"))
         out += _h200_sampled_rows(h200)
     if cpu:
-        s = cpu["summary"]
+        s = read_summaries(cpu["summary"])
         out.append(("2-core CPU speedup over plain decoding at each method's best K, prose / code / Japanese",
-                    _sets(s, "peagle.speedup_vs_none_at_best_k", _spread),
-                    _sets(s, "eagle3.speedup_vs_none_at_best_k", _spread), "`engine_cpu.json`"))
+                    _sets(s, _speedup("peagle"), _spread), _sets(s, _speedup("eagle3"), _spread), "`engine_cpu.json`"))
         e = cpu["engines"]
         out.append(("2-core CPU plain decoding: lean engine vs the transformers reference (side by side)",
                     f"{e['lean_over_reference']['median']:.2f}x", "", "`engine_cpu.json`"))
@@ -250,8 +277,8 @@ def reading() -> str:
         return ""
     from peagle_nb.analysis.step_phases import regime_rows, sampled_phase_rows, tau_before_after
 
-    ph = {(p["method"], p["k"]): p for p in h200["phases"] if p.get("mode", "greedy") == "greedy"}
-    plain = ph[("none", 0)]["plain_ms"]
+    ph = {(p.method, p.k): p for p in map(StepPhases.from_dict, h200["phases"]) if (p.mode or "greedy") == "greedy"}
+    plain = ph[("none", 0)].plain_ms
     spec = [p for (m, _), p in ph.items() if m != "none"]
     sampled = {(r["mode"], r["key"]): r["over_greedy"] for r in sampled_phase_rows(h200["phases"],
                                                                                    h200["sampler_comparison"], 7)}
@@ -266,8 +293,8 @@ def reading() -> str:
     return (
         f"Reading the H200 record. The lean engine runs plain decoding at "
         f"{h200['engines']['lean_over_reference']['median']:.1f}x the `transformers` reference; a plain step's graphs "
-        f"take {plain:.3f} ms of device time, verifying K+1 rows {_span([p['verify_ms'] / plain for p in spec])} plain "
-        f"steps, a P-EAGLE pass {_span([p['draft_ms'] / plain for p in spec if p['method'] == 'peagle'])} of a step "
+        f"take {plain:.3f} ms of device time, verifying K+1 rows {_span([p.verify_ms / plain for p in spec])} plain "
+        f"steps, a P-EAGLE pass {_span([p.draft_ms / plain for p in spec if p.method == 'peagle'])} of a step "
         f"(flat in K) and EAGLE-3's K passes grow with K. Sampling no longer costs more than the model: with the fused "
         f"kernels a sampled plain step is {sampled[(fused, 'plain')]:.2f}x a greedy one and a sampled verification "
         f"of 8 rows {sampled[(fused, 'verify_k7')]:.2f}x (their PyTorch op chains: {sampled[(chain, 'plain')]:.2f}x "

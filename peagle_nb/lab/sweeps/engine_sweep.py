@@ -18,7 +18,8 @@ One run records, on one machine and in one process:
 - ``profile``: per-kernel device time of one plain and one P-EAGLE step (GPU only);
 - ``summary``: best K per method and the P-EAGLE / EAGLE-3 ratio over sweeps (min / median / max).
 
-``peagle-nb eval --sweep`` calls :func:`run`; on a machine without the CLI's extras (the GPU box):
+What to record is one :class:`RecordSettings`. ``peagle-nb eval --sweep`` calls :func:`run`; on a machine without
+the CLI's extras (the GPU box):
 ``python -m peagle_nb.lab.sweeps.engine_sweep --device cuda --out engine_h200.json``.
 """
 
@@ -29,7 +30,38 @@ import re
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+
+SECTIONS = ("equality", "engines", "phases", "samplers", "builder", "profile", "kernels", "prefill")
+
+
+@dataclass(frozen=True)
+class RecordSettings:
+    """What :func:`run` records besides the models and the prompt sets."""
+
+    ks: tuple[int, ...]  # drafts per step swept, each method
+    lengths: tuple[int, ...] = (64,)  # generation lengths, a regime each (the first: the record's runs / summary)
+    temperatures: tuple[float, ...] = (0.0,)  # a regime each, with every length
+    repeats: int = 3  # timed passes over a prompt set per configuration and sweep
+    sweeps: int = 3  # independent sweeps (the spread of best-K ratios)
+    budget_s: float | None = None  # start no new configuration after this many seconds
+    sections: tuple[str, ...] = ("all",)  # parts besides the sweep: "all", "none" (the sweep only) or any of SECTIONS
+    equal_prompts: int = 4  # prompts per set for the lean == reference check (0: skip it)
+    side_by_side_repeats: int = 3  # alternations of the lean and reference engines
+    profile: bool = True  # per-kernel device time (GPU only)
+    sampler_ks: tuple[int, ...] | None = None  # K of the sampler comparison (None: 1, 3, 7 where swept)
+    kernel_shapes: dict | None = None  # launch shapes chosen on this GPU, recorded as given
+
+    def __post_init__(self):
+        unknown = sorted(set(self.sections) - set(SECTIONS) - {"all", "none"})
+        if unknown:
+            raise ValueError(f"unknown sections {unknown}; choose from all, none, {', '.join(SECTIONS)}")
+        if not self.ks or not self.lengths or not self.temperatures:
+            raise ValueError("give at least one K, one generation length and one temperature to record")
+
+    def want(self, section: str) -> bool:
+        return "all" in self.sections or section in self.sections
 
 
 def check_equal(target, tokenizer, heads: dict, prompt_sets: dict, ks=(1, 3, 7, 10), n_prompts: int = 4,
@@ -111,16 +143,17 @@ def profile_steps(target, tokenizer, head, prompt, k: int = 7, steps: int = 3, t
 
 def phases(decoders: dict, prompt_ids: list[int], temperatures=(0.0,), sampler: str | None = None) -> list[dict]:
     """``LeanDecoder.phase_ms`` of every configuration, after a short generation at each temperature set up its
-    state (``mode``: "greedy" or "sampled")."""
+    state (``mode``: "greedy" or "sampled"), as flat :class:`~peagle_nb.engine.phase_record.StepPhases` rows."""
+    from peagle_nb.engine.phase_record import StepPhases
+
     rows = []
     for temp in temperatures:
         for (method, k), dec in decoders.items():
             dec.generate(prompt_ids, 16, temp)
             ph = dec.phase_ms(greedy=temp <= 0)
-            rows.append({"method": method, "k": k if method != "none" else 0,
-                         "mode": "greedy" if temp <= 0 else "sampled", "temperature": temp,
-                         **({"sampler": sampler} if sampler else {}),
-                         **{f"{n}_ms": v for n, v in ph.items()}, "step_device_ms": sum(ph.values())})
+            rows.append(StepPhases.measured(method, k if method != "none" else 0, ph,
+                                            mode="greedy" if temp <= 0 else "sampled", temperature=temp,
+                                            sampler=sampler, step_device_ms=sum(ph.values())).to_dict())
     return rows
 
 
@@ -189,18 +222,19 @@ def prefill_comparison(target, tokenizer, heads: dict, prompt_sets: dict, ks: di
     return rows
 
 
-def regime_sweeps(target, tokenizer, heads: dict, prompt_sets: dict, ks, lengths, temperatures, decoders: dict,
-                  repeats: int, sweeps: int, deadline: float | None, log=print) -> list[dict]:
+def regime_sweeps(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSettings, decoders: dict,
+                  deadline: float | None, log=print) -> list[dict]:
     """The sweep at every (temperature, generation length): runs with TTFT / TPOT and a summary per regime. Greedy
     outputs are checked against plain greedy decoding by the lean engine (the lean == reference check is
     ``equality``)."""
-    from peagle_nb.engine.evaluate import summarize_sweep, sweep
+    from peagle_nb.engine.evaluate import SweepSettings, summarize_sweep, sweep
 
     out = []
-    for temp in temperatures:
-        for n in lengths:
-            runs = sweep(target, tokenizer, heads, prompt_sets, ks, n, temp, deadline=deadline, repeats=repeats,
-                         sweeps=sweeps, decoders=decoders, reference_engine="lean",
+    for temp in settings.temperatures:
+        for n in settings.lengths:
+            plan = SweepSettings(ks=settings.ks, max_new_tokens=n, temperature=temp, repeats=settings.repeats,
+                                 sweeps=settings.sweeps, reference_engine="lean", deadline=deadline)
+            runs = sweep(target, tokenizer, heads, prompt_sets, plan, decoders=decoders,
                          progress=lambda r: log(f"  T={r['temperature']:g} n={r['max_new_tokens']} s{r['sweep']} "
                                                 f"{r['prompt_set']:>6} {r['method']:>6} k={r['k']:<2} "
                                                 f"tau={r['tau']:.2f} tok/s={r['tokens_per_s']:.0f} "
@@ -217,6 +251,7 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
     """P-EAGLE's step phases with the fused input builder and with vLLM's earlier chain of eager ops: what share
     of a step building the drafter's batch takes (notebook 04)."""
     from peagle_nb.engine.lean import LeanDecoder
+    from peagle_nb.engine.phase_record import StepPhases
 
     rows = []
     for k in ks:
@@ -224,29 +259,19 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
             dec = LeanDecoder(target, tokenizer, head, "peagle", k, builder=builder)
             dec.generate(prompt_ids, 16)
             ph = dec.phase_ms()
-            rows.append({"method": "peagle", "k": k, "builder": builder, **{f"{n}_ms": v for n, v in ph.items()},
-                         "step_device_ms": sum(ph.values()), "build_share": ph["build"] / sum(ph.values())})
+            rows.append(StepPhases.measured("peagle", k, ph, builder=builder, step_device_ms=sum(ph.values()),
+                                            build_share=ph["build"] / sum(ph.values())).to_dict())
     return rows
 
 
-def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: int, out: Path, log=print,
-        budget_s: float | None = None, repeats: int = 3, sweeps: int = 3, temperature: float = 0.0,
-        equal_prompts: int = 4, side_by_side_repeats: int = 3, profile: bool = True,
-        kernel_shapes: dict | None = None, lengths=None, temperatures=None, sections=("all",),
-        sampler_ks=None) -> dict:
-    """The whole record (module docstring). ``lengths`` / ``temperatures`` (default: ``max_new_tokens`` /
-    ``temperature``) span the regimes; ``sampler_ks`` the K of the sampler comparison (default: 1, 3, 7 where swept);
-    ``sections`` picks the parts other than the sweep ("all", or any of
-    "equality", "engines", "phases", "samplers", "builder", "profile", "kernels", "prefill")."""
+def run(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSettings, out: Path, log=print) -> dict:
+    """The whole record (module docstring), as ``settings`` asks, written to ``out``."""
     from peagle_nb.engine.evaluate import make_decoder
     from peagle_nb.files.results import make_results, validate, write_results
 
-    lengths = list(lengths or [max_new_tokens])
-    temperatures = list(temperatures if temperatures is not None else [temperature])
-
-    def want(name: str) -> bool:
-        return "all" in sections or name in sections
-
+    ks, lengths, temperatures = list(settings.ks), list(settings.lengths), list(settings.temperatures)
+    want = settings.want
+    budget_s, repeats, sweeps = settings.budget_s, settings.repeats, settings.sweeps
     deadline = time.monotonic() + budget_s if budget_s else None
     device = next(target.parameters()).device
     on_gpu = device.type == "cuda"
@@ -256,14 +281,15 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
     extra: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # K past the trained depth is part of the sweep
-        if equal_prompts and want("equality"):
-            extra["equality"] = check_equal(target, tokenizer, heads, prompt_sets, n_prompts=equal_prompts)
+        if settings.equal_prompts and want("equality"):
+            extra["equality"] = check_equal(target, tokenizer, heads, prompt_sets, n_prompts=settings.equal_prompts)
             log(f"equality lean == reference: {extra['equality']['all_equal']} ({time.perf_counter() - t0:.0f} s)")
         if on_gpu and want("kernels"):
             extra["sampling_kernels"] = sampling_kernels_check(str(device))
             log(f"sampling kernels vs references: {extra['sampling_kernels']['differing_outputs']}")
         if want("engines"):
-            extra["engines"] = engines_side_by_side(target, tokenizer, first_set, lengths[0], side_by_side_repeats)
+            extra["engines"] = engines_side_by_side(target, tokenizer, first_set, lengths[0],
+                                                    settings.side_by_side_repeats)
             log(f"plain decoding lean / reference: {extra['engines']['lean_over_reference']['median']:.2f}x")
         decs = {("none", 1): make_decoder("lean", target, tokenizer)}
         for m, h in heads.items():
@@ -273,7 +299,7 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
             extra["phases"] = phases(decs, p0)  # greedy; sampled phases are in the sampler comparison
             extra["target_step_floor_ms"] = extra["phases"][0]["plain_ms"]
         if want("samplers") and any(t > 0 for t in temperatures):
-            sks = list(sampler_ks or ([k for k in (1, 3, 7) if k in ks] or [max(ks)]))
+            sks = list(settings.sampler_ks or ([k for k in (1, 3, 7) if k in ks] or [max(ks)]))
             extra["sampler_comparison"] = sampler_comparison(target, tokenizer, heads, p0, sks, max(temperatures))
             log("sampler comparison done")
         if want("builder"):
@@ -284,11 +310,10 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
             extra["prefill_comparison"] = prefill_comparison(target, tokenizer, heads, prompt_sets, best)
             log("prefill comparison: " + ", ".join(f"{r['prefill']} {r['prompt_set']} {r['method']} "
                                                    f"{r['ttft_ms']:.2f}" for r in extra["prefill_comparison"]))
-        if on_gpu and profile and want("profile"):
+        if on_gpu and settings.profile and want("profile"):
             extra["profile"] = profile_steps(target, tokenizer, heads["peagle"], p0,
                                              temperatures=sorted(set([0.0] + temperatures)))
-        regimes = regime_sweeps(target, tokenizer, heads, prompt_sets, ks, lengths, temperatures, decs, repeats,
-                                sweeps, deadline, log)
+        regimes = regime_sweeps(target, tokenizer, heads, prompt_sets, settings, decs, deadline, log)
     first = regimes[0]
     doc = make_results(
         "engine", first["runs"],
@@ -305,8 +330,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, ks, max_new_tokens: i
     doc["summary"] = first["summary"]
     doc["regimes"] = regimes
     doc.update(extra)
-    if kernel_shapes:
-        doc["kernel_shapes"] = kernel_shapes
+    if settings.kernel_shapes:
+        doc["kernel_shapes"] = settings.kernel_shapes
     doc["run_seconds"] = round(time.perf_counter() - t0, 1)
     if on_gpu:
         doc["notes"] += ("; GPU: every step phase, sampling included, captured once as a CUDA graph (capture_ms, "
@@ -411,13 +436,13 @@ def main(argv=None) -> int:
     target, tok = load_target(models / "tiny-target", device=a.device)
     heads = {m: load_head(models / f"tiny-{m}", device=a.device) for m in ("eagle3", "peagle")}
     sets = {Path(f).stem: load_prompts(f, a.limit) for f in files}
-    doc = run(target, tok, heads, sets, ks, a.max_new_tokens, Path(a.out),
-              log=lambda s: print(s, file=sys.stderr, flush=True), budget_s=a.budget_s, repeats=a.repeats,
-              sweeps=a.sweeps, temperature=a.temperature, equal_prompts=a.equal_prompts, profile=not a.no_profile,
-              kernel_shapes=shapes, lengths=[int(x) for x in a.lengths.split(",")] if a.lengths else None,
-              temperatures=[float(x) for x in a.temperatures.split(",")] if a.temperatures else None,
-              sections=tuple(a.sections.split(",")),
-              sampler_ks=[int(x) for x in a.sampler_ks.split(",")] if a.sampler_ks else None)
+    settings = RecordSettings(
+        ks=tuple(ks), lengths=tuple(int(x) for x in a.lengths.split(",")) if a.lengths else (a.max_new_tokens,),
+        temperatures=tuple(float(x) for x in a.temperatures.split(",")) if a.temperatures else (a.temperature,),
+        repeats=a.repeats, sweeps=a.sweeps, budget_s=a.budget_s, sections=tuple(a.sections.split(",")),
+        equal_prompts=a.equal_prompts, profile=not a.no_profile,
+        sampler_ks=tuple(int(x) for x in a.sampler_ks.split(",")) if a.sampler_ks else None, kernel_shapes=shapes)
+    doc = run(target, tok, heads, sets, settings, Path(a.out), log=lambda s: print(s, file=sys.stderr, flush=True))
     import json
 
     print(json.dumps({k: doc.get(k) for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))

@@ -45,6 +45,8 @@ def test_random_models_each_request_as_alone(gqa_target, method, k, temperature,
     seeds = [4, 0, 9, 2, 7]
     dec = BatchLeanDecoder(gqa_target, None, head, method, k, max_batch=len(PROMPTS), **kw)
     assert dec.bucket == 8  # 5 requests + 3 frozen padding slots
+    assert dec.prefill_together is False  # a CPU prefills one prompt after another ...
+    dec.prefill_together = (k + int(temperature)) % 2 == 0  # ... and half the cases take the GPU's one-pass prefill
     batch = dec.generate(list(PROMPTS), budgets, temperature, seeds)
     _same(batch, _alone(gqa_target, head, method, k, PROMPTS, budgets, temperature, seeds, **kw))
     assert [len(r.tokens) for r in batch.results] == budgets
@@ -81,8 +83,9 @@ def test_shipped_models_at_two_depths():
         for method in ("eagle3", "peagle"):
             for temperature in (0.0, 1.0):
                 seeds = [10 * k + i for i in range(len(prompts))]
-                batch = BatchLeanDecoder(target, tok, heads[method], method, k, max_batch=len(prompts)).generate(
-                    prompts, budgets, temperature, seeds)
+                dec = BatchLeanDecoder(target, tok, heads[method], method, k, max_batch=len(prompts))
+                dec.prefill_together = k == 8  # the GPU's one-pass prefill at the trained depth
+                batch = dec.generate(prompts, budgets, temperature, seeds)
                 _same(batch, _alone(target, heads[method], method, k, prompts, budgets, temperature, seeds))
                 accepted += sum(s.accepted for r in batch.results for s in r.steps)
     assert accepted > 0  # the trained heads' drafts are accepted: the comparison covers acceptance, not only misses

@@ -16,8 +16,10 @@ checks and graph capture, and changes only what a batch changes:
   ``update`` keeps its state, so it re-verifies the same block until the batch ends, inside its own slots.
 
 The batch is padded to a bucket of ``BATCH_BUCKETS`` so that a GPU captures one graph per phase per
-(bucket, K). All prompts are prefilled in one pass (each row its own position and request). At T > 0 every request
-draws its step's uniforms from its own generator in the single decoder's layout, so it gets the tokens it gets alone.
+(bucket, K). On a GPU all prompts are prefilled in one pass (each row its own position and request). At T > 0
+every request draws its step's uniforms from its own generator in the single decoder's layout, so it gets the tokens
+it gets alone. The step loop does list work only; each request's token list is assembled when the loop ends and the
+per-step statistics after the clock stops.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class BatchLeanDecoder(LeanDecoder):
     prompts and returns a ``BatchResult`` whose per-request results equal ``LeanDecoder.generate`` on each alone.
 
     Arguments as ``LeanDecoder`` (``pad_prefill`` is not offered: a batch of one is prefilled as the single decoder
-    does, several prompts together in one unpadded pass)."""
+    does; several prompts together in one unpadded pass on a GPU, one after another on a CPU)."""
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1, max_batch: int = 8,
                  use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
@@ -85,6 +87,9 @@ class BatchLeanDecoder(LeanDecoder):
         self.bucket = batch_bucket(max_batch)
         super().__init__(target, tokenizer, head, method, k, use_graphs=use_graphs, builder=builder,
                          draft_sampling=draft_sampling, sampler=sampler, pad_prefill=None)
+        # several prompts in one prefill pass on a GPU; on a CPU, PyTorch's attention over ragged rows would mask
+        # every request's slots for every row, so there they go one by one (tests set it to check both paths)
+        self.prefill_together = self.device.type == "cuda"
         self._make_batch_buffers()
 
     # ------------------------------------------------------------------------------------------- buffers
@@ -128,12 +133,16 @@ class BatchLeanDecoder(LeanDecoder):
         """Every prompt's prefill into its request's slots -> per request (last row's logits [V], features [F]).
 
         One batch, one request: the single decoder's own prefill (padded and replayed as a graph on a GPU; request 0
-        owns slots from 0, so nothing changes). Several: ONE eager pass over all prompts' rows laid end to end, each
+        owns slots from 0, so nothing changes). Several, with ``prefill_together`` (a GPU): ONE eager pass over all
+        prompts' rows laid end to end, each
         row with its own position and its request's first slot (``starts``), so launch costs are paid once per
-        layer and not once per request. The drafter's context rows follow (each prompt without its last row).
+        layer and not once per request. The drafter's context rows follow (each prompt without its last row). Without
+        it, one prompt after another.
         """
         if len(prompts) == 1 and self.pad_prefill:
             return [LeanDecoder._prefill(self, prompts[0])]
+        if not self.prefill_together:
+            return [self._prefill_one(b, p) for b, p in enumerate(prompts)]
         dev = self.device
         lengths = [p.numel() for p in prompts]
         ids = torch.cat(prompts)
@@ -153,6 +162,19 @@ class BatchLeanDecoder(LeanDecoder):
                 self.lh.forward(ids[is_next], self.lh.project(feats[has_next]), positions[has_next],
                                 (starts + positions)[has_next], self.hcache, starts=starts[has_next])
         return [(logits[b].float(), None if feats is None else feats[last[b]]) for b in range(len(prompts))]
+
+    def _prefill_one(self, b: int, prompt) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``LeanDecoder._prefill`` of one prompt into request b's slots -> (last row's logits [V], features)."""
+        n = prompt.numel()
+        positions = torch.arange(n, device=self.device)
+        starts = self.req_start[b].expand(n).contiguous()  # a kernel reads one start per row
+        slots = starts + positions
+        logits, feats = self.lt.forward(prompt, positions, slots, self.tcache, self.layer_ids,
+                                        logits_rows=slice(-1, None), starts=starts)
+        if self.method != "none" and n > 1:
+            self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], slots[:-1], self.hcache,
+                            starts=starts[:-1])
+        return logits[-1].float(), None if feats is None else feats[-1]
 
     # ------------------------------------------------------------------------------------------- phases
     def _plain(self, greedy: bool):
@@ -312,13 +334,18 @@ class BatchLeanDecoder(LeanDecoder):
         outs = [[self._start_request(b, p, pre, greedy, temperature, gens[b])]
                 for b, (p, pre) in enumerate(zip(prompts, prefilled))]
         prefill_ms = (time.perf_counter() - t0) * 1e3
-        results = [GenerationResult(tokens=o, prefill_ms=prefill_ms) for o in outs]
+        spec = self.method != "none"
+        # per request: tokens so far and the last one (what decides that it is done); per step: the live requests
+        # and the packet of each (host lists). Token lists are assembled once the loop ends, and the per-step
+        # statistics records after the clock stops: the loop itself does array work only.
+        lengths, last = [1] * n, [o[0] for o in outs]
 
-        def done(b: int) -> bool:
-            return len(outs[b]) >= budgets[b] or (eos_token_id is not None and outs[b][-1] == eos_token_id)
+        def running(b: int) -> bool:
+            return lengths[b] < budgets[b] and not (eos_token_id is not None and last[b] == eos_token_id)
 
-        live = [b for b in range(n) if not done(b)]
-        batch = BatchResult(results, self.bucket, prefill_ms, 0.0)
+        live = [b for b in range(n) if running(b)]
+        batch = BatchResult([], self.bucket, prefill_ms, 0.0)
+        log: list[tuple[list[int], list, dict, float]] = []  # (live requests, packet rows, phases, wall ms)
         shown = None  # the live set last copied to the device: a host-to-device copy only when it changes
         while live:
             if live != shown:
@@ -327,25 +354,36 @@ class BatchLeanDecoder(LeanDecoder):
             if not greedy:
                 self._draw_uniforms(live, gens)
             packet, ph, wall = self._batch_step(greedy)
-            batch.step_wall_ms.append(wall)
-            batch.step_draft_ms.append(ph.get("draft", 0.0))
-            batch.step_verify_ms.append(ph["verify"])
+            log.append((live, packet, ph, wall))
             for b in live:
-                a = int(packet[b][0]) if self.method != "none" else 0
-                toks = (packet[b][2: 2 + a] + [packet[b][1]]) if self.method != "none" else [packet[b]]
-                outs[b].extend(toks)
-                results[b].steps.append(StepStats(
-                    num_drafts=self.k, accepted=a, new_tokens=a + 1, draft_ms=ph.get("draft", 0.0),
-                    verify_ms=ph["verify"], bookkeeping_ms=max(wall - ph.get("draft", 0.0) - ph["verify"], 0.0),
-                    wall_ms=wall))
-            live = [b for b in live if not done(b)]
+                row = packet[b]
+                if spec:
+                    lengths[b] += row[0] + 1
+                    last[b] = row[1]
+                else:
+                    lengths[b] += 1
+                    last[b] = row
+            live = [b for b in live if running(b)]
+        for live_then, packet, _, _ in log:  # each request's tokens, in step order
+            for b in live_then:
+                row = packet[b]
+                outs[b].extend((row[2: 2 + row[0]] + [row[1]]) if spec else [row])
         for b, out in enumerate(outs):
             if eos_token_id is not None and eos_token_id in out:
                 del out[out.index(eos_token_id) + 1:]
             del out[budgets[b]:]
         batch.total_ms = (time.perf_counter() - t0) * 1e3
-        for r in results:
-            r.total_ms = batch.total_ms
+        batch.results = [GenerationResult(tokens=o, prefill_ms=prefill_ms, total_ms=batch.total_ms) for o in outs]
+        for live_then, packet, ph, wall in log:
+            draft = ph.get("draft", 0.0)
+            batch.step_wall_ms.append(wall)
+            batch.step_draft_ms.append(draft)
+            batch.step_verify_ms.append(ph["verify"])
+            for b in live_then:
+                a = packet[b][0] if spec else 0
+                batch.results[b].steps.append(StepStats(
+                    num_drafts=self.k, accepted=a, new_tokens=a + 1, draft_ms=draft, verify_ms=ph["verify"],
+                    bookkeeping_ms=max(wall - draft - ph["verify"], 0.0), wall_ms=wall))
         return batch
 
     def _draw_uniforms(self, live: list[int], gens) -> None:

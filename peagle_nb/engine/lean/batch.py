@@ -134,10 +134,9 @@ class BatchLeanDecoder(LeanDecoder):
 
         One batch, one request: the single decoder's own prefill (padded and replayed as a graph on a GPU; request 0
         owns slots from 0, so nothing changes). Several, with ``prefill_together`` (a GPU): ONE eager pass over all
-        prompts' rows laid end to end, each
-        row with its own position and its request's first slot (``starts``), so launch costs are paid once per
-        layer and not once per request. The drafter's context rows follow (each prompt without its last row). Without
-        it, one prompt after another.
+        prompts' rows laid end to end, each row with its own position and its request's first slot (``starts``), so
+        launch costs are paid once per layer and not once per request; the drafter's context rows follow (each prompt
+        without its last row). Without it, one prompt after another.
         """
         if len(prompts) == 1 and self.pad_prefill:
             return [LeanDecoder._prefill(self, prompts[0])]

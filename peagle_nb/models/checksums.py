@@ -37,6 +37,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def weights_sha256(folder: str | Path) -> dict[str, str]:
+    """sha256 of each weights file of a model folder: what a results file measured with the model names."""
+    return {p.name: file_sha256(p) for p in sorted(Path(folder).glob("*.safetensors"))}
+
+
 def write_manifest(folder: str | Path) -> Path:
     """(Re)write ``folder/checksums.json`` over the model files in ``folder`` (not its subfolders)."""
     folder = Path(folder)

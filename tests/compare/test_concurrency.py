@@ -114,3 +114,16 @@ def test_the_h200_records_recompute_and_say_what_the_notebook_says(name):
         assert row["acceptance_factor"] * row["step_factor"] == pytest.approx(row["ratio"], rel=0.05)
     for r in doc["runs"]:  # greedy and sampled both decoded the requested tokens, c requests each
         assert r["new_tokens"] == r["concurrency"] * r["max_new_tokens"]
+
+
+def test_the_results_file_names_the_exact_weights_it_measured(tmp_path):
+    from peagle_nb.models.checksums import file_sha256
+
+    out = tmp_path / "c.json"
+    assert sweep.main(["--device", "cpu", "--concurrency", "1", "--ks", "2", "--temperatures", "0", "--max-new-tokens",
+                       "3", "--sweeps", "1", "--batch-one-repeats", "1", "--out", str(out)]) == 0
+    named = read_results(out)["model"]["weights_sha256"]
+    assert set(named) == {"target", "eagle3", "peagle"}
+    for name, files in named.items():
+        folder = paths.models_dir() / f"tiny-{name}"
+        assert files and all(file_sha256(folder / f) == h for f, h in files.items())

@@ -29,6 +29,7 @@ from peagle_nb.engine.evaluate import ratio_verdict
 from peagle_nb.engine.lean import BatchLeanDecoder, LeanDecoder
 from peagle_nb.files import paths
 from peagle_nb.files.results import make_results, read_results, write_results
+from peagle_nb.models.checksums import weights_sha256
 from peagle_nb.analysis import repetition
 from peagle_nb.text.prompts import load_prompts
 
@@ -215,8 +216,10 @@ def main(argv=None) -> int:
     runs = sweep_concurrency(target, tok, heads, args.concurrency, args.ks, args.temperatures, args.max_new_tokens,
                              args.sweeps)
     check = batch_one_check(target, tok, heads, max(args.ks), args.max_new_tokens, args.batch_one_repeats)
+    folders = {"target": args.target or paths.models_dir() / "tiny-target", "eagle3": e3, "peagle": pe}
     doc = make_results("engine", runs, model={"target": str(args.target or "data/models/tiny-target"),
-                                             "heads": {"eagle3": str(e3), "peagle": str(pe)}},
+                                             "heads": {"eagle3": str(e3), "peagle": str(pe)},
+                                             "weights_sha256": {n: weights_sha256(f) for n, f in folders.items()}},
                        notes=f"batched lean engine, held-out prompts (prose, code, ja in turn), {args.sweeps} sweeps; "
                              f"{time.perf_counter() - t0:.0f} s")
     doc["summary"] = summarize(runs)

@@ -388,6 +388,9 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", required=True)
     p.add_argument("--models-dir", default=None)
+    p.add_argument("--target", default=None, help="target folder (default MODELS_DIR/tiny-target), e.g. family v3's")
+    p.add_argument("--heads", nargs=2, default=None, metavar=("EAGLE3_DIR", "PEAGLE_DIR"),
+                   help="head folders (default MODELS_DIR/tiny-eagle3 and tiny-peagle)")
     p.add_argument("--prompts", nargs="+", default=None, help="JSONL files (default: both held-out sets)")
     p.add_argument("--limit", type=int, default=12)
     p.add_argument("--max-new-tokens", type=int, default=64)
@@ -433,8 +436,10 @@ def main(argv=None) -> int:
           else [int(x) for x in a.ks.split(",")])
     models = Path(a.models_dir) if a.models_dir else paths.models_dir()
     files = a.prompts or [paths.prompts_dir() / "prose.jsonl", paths.prompts_dir() / "code.jsonl"]
-    target, tok = load_target(models / "tiny-target", device=a.device)
-    heads = {m: load_head(models / f"tiny-{m}", device=a.device) for m in ("eagle3", "peagle")}
+    e3, pe = a.heads or (models / "tiny-eagle3", models / "tiny-peagle")
+    folders = {"target": Path(a.target) if a.target else models / "tiny-target", "eagle3": Path(e3), "peagle": Path(pe)}
+    target, tok = load_target(folders["target"], device=a.device)
+    heads = {m: load_head(folders[m], device=a.device) for m in ("eagle3", "peagle")}
     sets = {Path(f).stem: load_prompts(f, a.limit) for f in files}
     settings = RecordSettings(
         ks=tuple(ks), lengths=tuple(int(x) for x in a.lengths.split(",")) if a.lengths else (a.max_new_tokens,),
@@ -443,6 +448,11 @@ def main(argv=None) -> int:
         equal_prompts=a.equal_prompts, profile=not a.no_profile,
         sampler_ks=tuple(int(x) for x in a.sampler_ks.split(",")) if a.sampler_ks else None, kernel_shapes=shapes)
     doc = run(target, tok, heads, sets, settings, Path(a.out), log=lambda s: print(s, file=sys.stderr, flush=True))
+    from peagle_nb.files.results import write_results
+    from peagle_nb.models.checksums import weights_sha256
+
+    doc["model"]["weights_sha256"] = {name: weights_sha256(f) for name, f in folders.items()}  # the exact models
+    write_results(a.out, doc)
     import json
 
     print(json.dumps({k: doc.get(k) for k in ("summary", "target_step_floor_ms", "run_seconds")}, indent=1))

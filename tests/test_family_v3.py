@@ -1,0 +1,81 @@
+"""Family v3's heads command: the plan (both methods at every rung with equal steps, P-EAGLE's ablations at one
+rung), the conditional acceptance, clear errors on bad input, and a smoke run on a CPU through the same code path
+(the shipped tiny target standing in for the v3 target, a corpus-v3-shaped folder cut from corpus v1)."""
+
+import json
+import tarfile
+
+import pytest
+
+from peagle_nb.files import paths
+from peagle_nb.lab.training_runs import family_v3
+from tests.test_family import _mini_corpus_v3
+
+
+def test_the_plan_gives_both_methods_equal_steps_at_every_rung_and_ablates_p_eagle_at_one():
+    plan = family_v3.head_plan([1, 3, 10], 200, 3, ["nocod", "zeros", "2layers"])
+    assert set(plan) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-eagle3-r3", "v3-peagle-r3", "v3-eagle3-r10",
+                         "v3-peagle-r10", "v3-peagle-nocod-r3", "v3-peagle-zeros-r3", "v3-peagle-2layers-r3"}
+
+    def steps(name):
+        args = plan[name]
+        return int(args[args.index("--steps") + 1])
+
+    for r in (1, 3, 10):
+        assert steps(f"v3-eagle3-r{r}") == steps(f"v3-peagle-r{r}") == 200 * r
+    assert plan["v3-eagle3-r1"][:3] == ["eagle3", "--k", "7"] and plan["v3-peagle-r1"][:3] == ["peagle", "--k", "8"]
+    assert plan["v3-peagle-nocod-r3"][-4:] == ["--cod-r", "1", "--cod-r-min", "1"]
+    assert plan["v3-peagle-zeros-r3"][-2:] == ["--mask-hidden", "zeros"]
+    assert plan["v3-peagle-2layers-r3"][-2:] == ["--num-layers", "2"]
+    assert all(steps(n) == 600 for n in plan if "-r3" in n)
+
+
+@pytest.mark.parametrize("rungs,rung,ablations,match", [
+    ([], 3, [], "at least one positive"),
+    ([1, 3], 3, ["dropout"], "unknown ablation"),
+    ([1, 10], 3, ["zeros"], "not one of the rungs"),
+])
+def test_bad_plans_name_the_fix(rungs, rung, ablations, match):
+    with pytest.raises(ValueError, match=match):
+        family_v3.head_plan(rungs, 100, rung, ablations)
+
+
+def test_conditional_acceptance_is_each_depth_given_the_one_before():
+    assert family_v3.conditional_acceptance([0.8, 0.4, 0.1, 0.0, 0.0]) == pytest.approx([0.8, 0.5, 0.25, 0.0, None])
+
+
+def test_heads_without_a_target_say_how_to_make_one(tmp_path):
+    with pytest.raises(SystemExit, match="family_v3 all"):
+        family_v3.main(["heads", "--smoke", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w")])
+
+
+@pytest.mark.slow
+def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_path, monkeypatch):
+    corpus = tmp_path / "v3"
+    _mini_corpus_v3(corpus)
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
+    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+    out = tmp_path / "out"
+    assert family_v3.main(["heads", "--smoke", "--target", str(paths.models_dir() / "tiny-target"), "--rungs", "1",
+                           "--base-steps", "2", "--ablation-rung", "1", "--ablations", "zeros", "--out", str(out),
+                           "--work", str(tmp_path / "w")]) == 0
+    summary = json.loads((out / "family_heads.json").read_text())
+    assert set(summary["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1"}
+    assert summary["exit_codes"] == {n: 0 for n in summary["heads"]}
+    for name, head in summary["heads"].items():
+        assert head["steps_run"] == 2 and head["acceptance"]  # equal steps; measured per prompt set
+        for res in head["acceptance"].values():
+            rates = res["accept_rate_per_position"]
+            assert len(res["conditional"]) == len(rates) and res["conditional"][0] == pytest.approx(rates[0])
+    assert summary["heads"]["v3-peagle-zeros-r1"]["mask_hidden"] == "zeros"
+    assert summary["heads"]["v3-peagle-r1"]["layers"] == 4 and summary["heads"]["v3-eagle3-r1"]["layers"] == 1
+    parts = sorted(out.glob("v3-heads.tar.gz.part*"))
+    assert parts and len(list(out.iterdir())) <= 8  # what one GPU call may return
+    unpacked = tmp_path / "models"
+    unpacked.mkdir()
+    whole = tmp_path / "joined.tar.gz"
+    whole.write_bytes(b"".join(p.read_bytes() for p in parts))
+    with tarfile.open(whole) as tar:
+        tar.extractall(unpacked, filter="data")
+    assert {p.name for p in (unpacked / "v3-heads").iterdir()} == set(summary["heads"])

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from peagle_nb.files import paths
+from peagle_nb.models.checksums import weights_sha256
 
 MAX_OUT_FILE = 16 * 2**20  # what one returned file may weigh
 TARGET_NAME, HEAD_NAMES = "tiny-target", ("tiny-eagle3", "tiny-peagle", "tiny-peagle-no-ja")
@@ -219,11 +220,6 @@ def _record_in_log(folder: Path, **fields) -> None:
     log.update(fields)
     path.write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_card(folder)
-
-
-def weights_sha256(folder: Path) -> dict[str, str]:
-    """sha256 of each weights file: what a results file measured with this model names."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(folder).glob("*.safetensors"))}
 
 
 def pack_parts(folder: Path, out_file: Path, arcname: str, part_bytes: int = MAX_OUT_FILE - 2**20) -> list[dict]:

@@ -44,6 +44,15 @@ def test_conditional_acceptance_is_each_depth_given_the_one_before():
     assert family_v3.conditional_acceptance([0.8, 0.4, 0.1, 0.0, 0.0]) == pytest.approx([0.8, 0.5, 0.25, 0.0, None])
 
 
+def test_the_head_report_reads_a_trained_head_per_depth_and_conditionally():
+    report = family_v3.head_report(paths.models_dir() / "tiny-peagle")
+    assert report["layers"] == 4 and report["mask_hidden"] == "learned" and report["weights_sha256"]
+    for res in report["acceptance"].values():  # at the trained depth: a_d given a_(d-1), from the card's rates
+        rates, cond = res["accept_rate_per_position"], res["conditional"]
+        assert res["k"] == 8 and len(rates) == len(cond) == 8
+        assert all(c == pytest.approx(a / b) for a, b, c in zip(rates[1:], rates[:-1], cond[1:]) if b > 0)
+
+
 def test_heads_without_a_target_say_how_to_make_one(tmp_path):
     with pytest.raises(SystemExit, match="family_v3 all"):
         family_v3.main(["heads", "--smoke", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "o"),

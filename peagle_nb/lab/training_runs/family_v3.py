@@ -99,7 +99,7 @@ def heads_command(args: argparse.Namespace) -> int:
                          args.ablations)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    vd = args.draft_vocab_size or family._proposed_draft_vocab(target) or (256 if args.smoke else 2048)
+    vd = args.draft_vocab_size or (256 if args.smoke else family._proposed_draft_vocab(target) or 2048)
     folder = work / "heads" / "v3-heads"
     cache = work / "heads" / "drafter_data.pt"
     common = ["--target", str(target), *family._device_flags(args.smoke, args.device), "--data-cache", str(cache),
@@ -118,8 +118,9 @@ def heads_command(args: argparse.Namespace) -> int:
         summary["data_seconds"] = round(clock.elapsed(), 1)
         budget = min(args.time_budget_s, clock.left() - args.reserve_s)
         summary["head_time_budget_s"] = round(budget, 1)
-        per_head = ["--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size)]
-        per_head += ["--val-prompts", "0"] if args.smoke else ["--val-prompts", str(args.val_prompts)]
+        per_head = (["--val-prompts", "0"] if args.smoke else  # smoke: the trainers' own small sizes
+                    ["--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size), "--val-prompts",
+                     str(args.val_prompts)])
         procs = {}
         for name, (kind, *extra) in plan.items():
             logs.append(work / "heads" / f"{name}.log")

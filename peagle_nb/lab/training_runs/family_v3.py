@@ -149,6 +149,8 @@ def pack_heads(folder: Path, order: list[str], out_file: Path, max_parts: int,
 
 def heads_command(args: argparse.Namespace) -> int:
     clock, out, work, env = family._start(args, "heads")
+    if args.smoke:  # several heads side by side on a few cores: one thread each, not a pile of spinning ones
+        env = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     target = Path(args.target) if args.target else paths.models_dir() / family.V3_TARGET_NAME
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: train it first (`{family.A_COMMAND} --family v3`, unpack "
@@ -270,10 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda (cpu with --smoke)")
         p.add_argument("--deadline-s", type=float, default=None,
                        help="the whole command's wall-clock limit (heads 900 s, all 1700 s; 1800 s with --smoke)")
-        p.add_argument("--rungs", type=float, nargs="+", default=[1, 3, 10],
-                       help="budget ladder: multiples of --base-steps, the same for both methods (default 1 3 10)")
+        p.add_argument("--rungs", type=float, nargs="+", default=None,
+                       help="budget ladder: multiples of --base-steps, the same for both methods (default 1 3 10; "
+                            "1 with --smoke)")
         p.add_argument("--base-steps", type=int, default=None, help="steps of rung 1 (default 2000; 4 with --smoke)")
-        p.add_argument("--ablation-rung", type=float, default=3, help="the rung of P-EAGLE's ablations (default 3)")
+        p.add_argument("--ablation-rung", type=float, default=None,
+                       help="the rung of P-EAGLE's ablations (default 3; 1 with --smoke)")
         p.add_argument("--ablations", nargs="*", default=sorted(ABLATIONS),
                        help=f"P-EAGLE ablations, any of {sorted(ABLATIONS)} (default all)")
         p.add_argument("--sample-temperature", type=float, default=1.0,
@@ -296,6 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.rungs is None:  # smoke: five heads on a CPU, not nine
+        args.rungs = [1] if args.smoke else [1, 3, 10]
+    if args.ablation_rung is None:
+        args.ablation_rung = 1 if args.smoke else 3
     if args.eval_reserve_s is None:
         args.eval_reserve_s = 30.0 if args.smoke else 90.0
     if args.deadline_s is None:

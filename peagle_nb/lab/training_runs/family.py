@@ -642,10 +642,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["heads"], ["all"]) and _family_of(argv) == "v3":  # family v3's heads: their own module
-        from peagle_nb.lab.training_runs import family_v3
-
-        return family_v3.main([a for i, a in enumerate(argv) if not _is_family_flag(argv, i)])
+    if argv[:1] in (["heads"], ["all"]) and _family_of(argv) == "v3":
+        # family v3's heads live in their own module, which builds on this one: run it as a child process
+        v3_args = [a for i, a in enumerate(argv) if not _is_family_flag(argv, i)]
+        return subprocess.call([sys.executable, "-m", "peagle_nb.lab.training_runs.family_v3", *v3_args],
+                               cwd=paths.repo_root(), env=child_env(Path("/tmp/peagle-family")))
     if argv[:1] == ["all"]:
         raise SystemExit("`all` (the target, then the heads, in one command) is family v3's: add --family v3. "
                          "The tiny family: `target`, then `heads`")

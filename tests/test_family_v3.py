@@ -105,6 +105,7 @@ def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_
     summary = json.loads((out / "family_heads.json").read_text())
     assert set(summary["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1"}
     assert summary["exit_codes"] == {n: 0 for n in summary["heads"]}
+    assert summary["pair_steps_run"] == {"r1": {"eagle3": 2, "peagle": 2}}
     for name, head in summary["heads"].items():
         assert head["steps_run"] == 2 and head["acceptance"]  # equal steps; measured per prompt set
         for res in head["acceptance"].values():

@@ -197,6 +197,9 @@ def heads_command(args: argparse.Namespace) -> int:
         for n in finished:
             record_conditional(folder / n)
         summary["heads"] = {n: head_report(folder / n) for n in finished}
+        # a rung whose cap the time budget cut short trains the pair on unequal steps: say so, per rung
+        summary["pair_steps_run"] = {f"r{r:g}": {m: summary["heads"].get(f"v3-{m}-r{r:g}", {}).get("steps_run")
+                                                 for m in PAIR} for r in args.rungs}
         for n in set(plan) - set(finished):
             shutil.rmtree(folder / n, ignore_errors=True)
         others = [p for p in out.iterdir() if not p.name.startswith("family_") and not p.name.startswith("v3-heads")]

@@ -8,7 +8,7 @@ import tarfile
 import pytest
 
 from peagle_nb.files import paths
-from peagle_nb.lab.training_runs import family_v3
+from peagle_nb.lab.training_runs import family, family_v3
 from tests.test_family import _mini_corpus_v3
 
 
@@ -53,10 +53,52 @@ def test_the_head_report_reads_a_trained_head_per_depth_and_conditionally():
         assert all(c == pytest.approx(a / b) for a, b, c in zip(rates[1:], rates[:-1], cond[1:]) if b > 0)
 
 
-def test_heads_without_a_target_say_how_to_make_one(tmp_path):
-    with pytest.raises(SystemExit, match="family_v3 all"):
+def test_heads_without_a_target_say_how_to_make_one(tmp_path, capfd):
+    # through the family command, as documented (it runs family_v3 as a child process)
+    assert family.main(["heads", "--family", "v3", "--smoke", "--target", str(tmp_path / "none"), "--out",
+                        str(tmp_path / "o"), "--work", str(tmp_path / "w")]) != 0
+    err = capfd.readouterr().err
+    assert "no target at" in err and "family all --family v3" in err
+    with pytest.raises(SystemExit, match="family all --family v3"):
         family_v3.main(["heads", "--smoke", "--target", str(tmp_path / "none"), "--out", str(tmp_path / "o"),
                         "--work", str(tmp_path / "w")])
+
+
+def test_bad_ablation_on_the_command_line_names_the_options(tmp_path):
+    with pytest.raises(SystemExit, match="unknown ablation.*--ablations"):
+        family_v3.main(["heads", "--smoke", "--target", str(paths.models_dir() / "tiny-target"),
+                        "--ablations", "dropout", "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w")])
+
+
+def test_all_is_family_v3s(tmp_path):
+    with pytest.raises(SystemExit, match="add --family v3"):
+        family.main(["all", "--smoke", "--out", str(tmp_path / "o")])
+
+
+def test_pack_order_keeps_the_highest_rung_pair_first():
+    names = ["v3-eagle3-r1", "v3-peagle-r1", "v3-eagle3-r10", "v3-peagle-r10", "v3-peagle-zeros-r3"]
+    assert family_v3.pack_order([1, 10], names) == ["v3-eagle3-r10", "v3-peagle-r10", "v3-eagle3-r1",
+                                                    "v3-peagle-r1", "v3-peagle-zeros-r3"]
+
+
+def test_heads_that_do_not_fit_the_files_left_are_left_out_and_named(tmp_path):
+    import os
+
+    heads = tmp_path / "v3-heads"
+    for name in ("a", "b", "c"):
+        (heads / name).mkdir(parents=True)
+        (heads / name / "model.safetensors").write_bytes(os.urandom(3000))  # incompressible
+    res = family_v3.pack_heads(heads, ["a", "b", "c"], tmp_path / "v3-heads.tar.gz", max_parts=2, part_bytes=4000)
+    assert res["heads"] == ["a", "b"] and res["left_out"] == ["c"] and len(res["parts"]) == 2
+    assert family_v3.pack_heads(heads, ["a"], tmp_path / "none.tar.gz", max_parts=0)["parts"] == []
+
+
+def test_the_conditional_acceptance_is_written_into_the_heads_log(tmp_path):
+    log = {"acceptance": {"prose": {"3": {"accept_rate_per_position": [0.5, 0.25, 0.2]}}}}
+    (tmp_path / "training_log.json").write_text(json.dumps(log))
+    family_v3.record_conditional(tmp_path)
+    res = json.loads((tmp_path / "training_log.json").read_text())["acceptance"]["prose"]["3"]
+    assert res["conditional_accept_rate_per_position"] == pytest.approx([0.5, 0.5, 0.8])
 
 
 @pytest.mark.slow
@@ -66,12 +108,13 @@ def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_
     monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
     monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
     out = tmp_path / "out"
-    assert family_v3.main(["heads", "--smoke", "--target", str(paths.models_dir() / "tiny-target"), "--rungs", "1",
-                           "--base-steps", "2", "--ablation-rung", "1", "--ablations", "zeros", "--out", str(out),
-                           "--work", str(tmp_path / "w")]) == 0
+    assert family.main(["heads", "--family", "v3", "--smoke", "--target", str(paths.models_dir() / "tiny-target"),
+                        "--rungs", "1", "--base-steps", "2", "--ablation-rung", "1", "--ablations", "zeros",
+                        "--gen-batch", "8", "--out", str(out), "--work", str(tmp_path / "w")]) == 0
     summary = json.loads((out / "family_heads.json").read_text())
     assert set(summary["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1"}
     assert summary["exit_codes"] == {n: 0 for n in summary["heads"]}
+    assert summary["pair_steps_run"] == {"r1": {"eagle3": 2, "peagle": 2}}
     for name, head in summary["heads"].items():
         assert head["steps_run"] == 2 and head["acceptance"]  # equal steps; measured per prompt set
         for res in head["acceptance"].values():
@@ -88,3 +131,27 @@ def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_
     with tarfile.open(whole) as tar:
         tar.extractall(unpacked, filter="data")
     assert {p.name for p in (unpacked / "v3-heads").iterdir()} == set(summary["heads"])
+    assert summary["packed"]["left_out"] == [] and summary["data"]["n_sequences"] >= 1
+    log = json.loads((unpacked / "v3-heads" / "v3-peagle-r1" / "training_log.json").read_text())
+    assert all("conditional_accept_rate_per_position" in res for by_k in log["acceptance"].values()
+               for res in by_k.values())
+
+
+@pytest.mark.slow
+def test_all_at_smoke_size_trains_the_target_then_its_heads_into_one_summary(tmp_path, monkeypatch):
+    corpus = tmp_path / "v3"
+    _mini_corpus_v3(corpus)
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
+    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+    out = tmp_path / "out"
+    assert family.main(["all", "--family", "v3", "--smoke", "--rungs", "1", "--base-steps", "2", "--ablation-rung",
+                        "1", "--ablations", "nocod", "--out", str(out), "--work", str(tmp_path / "w")]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert len(names) <= 8 and {"family_all.json", "family_all.log"} <= names
+    assert not names & {"family_target.json", "family_heads.json"}  # one summary
+    doc = json.loads((out / "family_all.json").read_text())
+    assert doc["heads"]["target_weights_sha256"] == doc["target"]["weights_sha256"]  # heads on the fresh target
+    assert set(doc["heads"]["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-nocod-r1"}
+    assert doc["heads"]["heads"]["v3-peagle-nocod-r1"]["cod"] == [1.0, 1.0]
+    assert any(n.startswith("v3-target.tar.gz.part") for n in names)
+    assert any(n.startswith("v3-heads.tar.gz.part") for n in names)

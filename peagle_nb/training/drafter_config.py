@@ -54,6 +54,8 @@ class DrafterTrainConfig:
                   "--k": self.k, "--draft-vocab-size": self.draft_vocab_size,
                   "--eval-max-new-tokens": self.eval_max_new_tokens}
         problems += [f"{flag} {value} must be >= 1" for flag, value in counts.items() if value < 1]
+        if self.gen_batch is not None and self.gen_batch < 1:
+            problems.append(f"--gen-batch {self.gen_batch} must be >= 1 (or left out: 4096 on CUDA, 64 on a CPU)")
         if self.seq_len <= max(self.prompt_lengths):
             problems.append(f"--seq-len {self.seq_len} must exceed the longest prompt ({max(self.prompt_lengths)} "
                             f"tokens): the target continues each prompt")

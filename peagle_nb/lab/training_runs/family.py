@@ -546,12 +546,27 @@ def merge_command(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------------- CLI
+def _is_family_flag(argv: list[str], i: int) -> bool:
+    return argv[i] == "--family" or argv[i].startswith("--family=") or (i > 0 and argv[i - 1] == "--family")
+
+
+def _family_of(argv: list[str]) -> str:
+    for i, a in enumerate(argv):
+        if a.startswith("--family="):
+            return a.split("=", 1)[1]
+        if a == "--family" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "tiny"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m peagle_nb.lab.training_runs.family",
                                  description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     a = sub.add_parser("target", help="command A: train targets side by side, keep the best on validation")
-    b = sub.add_parser("heads", help="command B: drafter data + EAGLE-3, P-EAGLE, P-EAGLE without Japanese")
+    b = sub.add_parser("heads", help="command B: drafter data + EAGLE-3, P-EAGLE, P-EAGLE without Japanese "
+                                     "(--family v3: the ladder and ablations, see family_v3)")
+    sub.add_parser("all", help="family v3 (--family v3): the target, then the heads, in one command (family_v3)")
     e = sub.add_parser("evaluate", help="one head on every prompt set, greedy and sampled (used by command B)")
     m = sub.add_parser("shift", help="evaluate heads trained elsewhere and write the domain-shift results file")
     d = sub.add_parser("determinism", help="two identical short target runs: is training bit-deterministic here?")
@@ -595,6 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--deadline-s", type=float, default=None,
                    help="the whole command's wall-clock limit (default 345 s; 1800 s with --smoke)")
     b.add_argument("--target", type=Path, default=None, help="target folder (default data/models/tiny-target)")
+    b.add_argument("--family", choices=["tiny", "v3"], default="tiny",
+                   help="v3: the ladder and ablations on the v3 target (options: family_v3 heads --help)")
     b.add_argument("--n-sequences", type=int, default=32768, help="self-distillation sequences")
     b.add_argument("--draft-vocab-size", type=int, default=None,
                    help="default: the target log's proposed draft vocabulary size")
@@ -624,6 +641,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["heads"], ["all"]) and _family_of(argv) == "v3":
+        # family v3's heads live in their own module, which builds on this one: run it as a child process
+        v3_args = [a for i, a in enumerate(argv) if not _is_family_flag(argv, i)]
+        return subprocess.call([sys.executable, "-m", "peagle_nb.lab.training_runs.family_v3", *v3_args],
+                               cwd=paths.repo_root(), env=child_env(Path("/tmp/peagle-family")))
+    if argv[:1] == ["all"]:
+        raise SystemExit("`all` (the target, then the heads, in one command) is family v3's: add --family v3. "
+                         "The tiny family: `target`, then `heads`")
     args = build_parser().parse_args(argv)
     if args.command == "target" and args.family == "v3" and not args.smoke:
         args.time_budget_s = args.time_budget_s if args.time_budget_s is not None else 600.0

@@ -1,8 +1,16 @@
 """Family v3's heads on one GPU, and the whole family (target, then heads) in one command. Explained in notebook 08.
 
-    python -m peagle_nb.lab.training_runs.family_v3 all --out $OUT     # target (<= 15 min), then heads: one deadline
-    python -m peagle_nb.lab.training_runs.family_v3 heads --target data/models/v3-target --out $OUT
-    python -m peagle_nb.lab.training_runs.family_v3 heads --smoke --target DIR --out DIR2  # CPU, a few minutes
+    python -m peagle_nb.lab.training_runs.family all --family v3 --out $OUT   # target (600 s of training, 900 s
+                                                                               # cap), then the heads: 1700 s in all
+    python -m peagle_nb.lab.training_runs.family heads --family v3 --target data/models/v3-target --out $OUT
+    python -m peagle_nb.lab.training_runs.family all --family v3 --smoke --out DIR --work DIR2  # CPU, ~2 minutes
+
+(``python -m peagle_nb.lab.training_runs.family_v3 all|heads`` is the same command.) Defaults: ``--rungs 1 3 10
+--base-steps 2000 --ablation-rung 3 --ablations 2layers nocod zeros --batch-size 64 --sample-temperature 1
+--n-sequences 327680 --time-budget-s 600`` (per head, shrunk to what the deadline leaves) ``--gen-batch`` 4096 on
+CUDA. How long the data and each rung take on an H200 is measured by the first run (its summary records
+``data_seconds`` and every head's ``train_seconds`` and ``steps_run``): a rung that does not reach its step cap
+within the budget says so there.
 
 The self-distillation data is built ONCE from the v3 target: prompts from corpus v3's training split, continuations
 sampled at the temperature the heads are served at (``--sample-temperature``, default 1), ten times the tiny
@@ -15,16 +23,20 @@ same batch size and a step cap per rung:
   ``mask_hidden`` held at zeros.
 
 Each head measures its own acceptance per depth (the trainer's card); the summary adds the acceptance at depth d
-given depth d-1 accepted. The heads are packed together in parts of at most 15 MiB (``v3-heads.tar.gz.partNN``:
-``cat v3-heads.tar.gz.part* | tar -xz -C data/models``), beside a JSON summary and the log.
+given depth d-1 accepted (also written into each head's log). The heads are packed together in parts of at most
+15 MiB (``v3-heads.tar.gz.partNN``: ``cat v3-heads.tar.gz.part* | tar -xz -C data/models``), beside one JSON
+summary and one log: at most 8 files in ``--out``. Heads that do not fit in the files left (after the target's
+parts with ``all``) are left out, highest rungs first kept; the summary names them and their weights' sha256.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
 import sys
+import tarfile
 from pathlib import Path
 
 from peagle_nb.files import paths
@@ -35,8 +47,9 @@ ABLATIONS = {"nocod": ["--cod-r", "1", "--cod-r-min", "1"],  # COD off: every de
              "2layers": ["--num-layers", "2"],
              "zeros": ["--mask-hidden", "zeros"]}
 PAIR = {"eagle3": ["eagle3", "--k", "7"], "peagle": ["peagle", "--k", "8"]}
-HEADS_COMMAND = "python -m peagle_nb.lab.training_runs.family_v3 heads"
-ALL_COMMAND = "python -m peagle_nb.lab.training_runs.family_v3 all"
+HEADS_COMMAND = "python -m peagle_nb.lab.training_runs.family heads --family v3"
+ALL_COMMAND = "python -m peagle_nb.lab.training_runs.family all --family v3"
+MAX_OUT_FILES = 8  # what one GPU call may return
 
 
 def head_plan(rungs: list[float], base_steps: int, ablation_rung: float | None = None,
@@ -88,8 +101,56 @@ def head_report(folder: Path) -> dict:
     return out
 
 
+def record_conditional(folder: Path) -> None:
+    """Write the acceptance at depth d given depth d-1 accepted beside every measured per-depth acceptance in the
+    head's log (``conditional_accept_rate_per_position``), from the rates the trainer measured."""
+    path = folder / "training_log.json"
+    log = json.loads(path.read_text(encoding="utf-8"))
+    for by_k in log.get("acceptance", {}).values():
+        for res in by_k.values():
+            res["conditional_accept_rate_per_position"] = conditional_acceptance(res["accept_rate_per_position"])
+    path.write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def pack_order(rungs: list[float], names: list[str]) -> list[str]:
+    """Which heads to keep first when not all fit: both methods at the highest rung, then each lower rung, then
+    the ablations."""
+    pairs = [f"v3-{m}-r{r:g}" for r in sorted(set(rungs), reverse=True) for m in PAIR]
+    return [n for n in pairs if n in names] + [n for n in names if n not in pairs]
+
+
+def _compressed_size(folder: Path) -> int:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+        tar.add(folder, arcname=folder.name)
+    return buf.tell()
+
+
+def pack_heads(folder: Path, order: list[str], out_file: Path, max_parts: int,
+               part_bytes: int = family.MAX_OUT_FILE - 2**20) -> dict:
+    """The heads of ``order`` (head folders in ``folder``) packed together into at most ``max_parts`` parts of
+    ``part_bytes``, in order until the room is used; those left out are moved aside and named."""
+    room, used, kept = max(0, max_parts) * part_bytes * 0.98, 0, []  # 2 %: the joint archive's own overhead
+    for name in order:
+        size = _compressed_size(folder / name)
+        if used + size <= room:
+            kept.append(name)
+            used += size
+    left_out = [n for n in order if n not in kept]
+    aside = folder.parent / "not-packed"
+    aside.mkdir(exist_ok=True)
+    for name in left_out:
+        shutil.move(str(folder / name), str(aside / name))
+    parts = family.pack_parts(folder, out_file, arcname=folder.name, part_bytes=part_bytes) if kept else []
+    if left_out:
+        family.log_line(f"left out of {out_file.name} (over the {max_parts} files left): {', '.join(left_out)}")
+    return {"parts": parts, "heads": kept, "left_out": left_out}
+
+
 def heads_command(args: argparse.Namespace) -> int:
     clock, out, work, env = family._start(args, "heads")
+    if args.smoke:  # several heads side by side on a few cores: one thread each, not a pile of spinning ones
+        env = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     target = Path(args.target) if args.target else paths.models_dir() / family.V3_TARGET_NAME
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: train it first (`{family.A_COMMAND} --family v3`, unpack "
@@ -98,7 +159,7 @@ def heads_command(args: argparse.Namespace) -> int:
         plan = head_plan(args.rungs, args.base_steps or (4 if args.smoke else 2000), args.ablation_rung,
                          args.ablations)
     except ValueError as e:
-        raise SystemExit(str(e)) from None
+        raise SystemExit(f"{e} (--rungs, --ablation-rung, --ablations)") from None
     vd = args.draft_vocab_size or (256 if args.smoke else family._proposed_draft_vocab(target) or 2048)
     folder = work / "heads" / "v3-heads"
     cache = work / "heads" / "drafter_data.pt"
@@ -106,17 +167,23 @@ def heads_command(args: argparse.Namespace) -> int:
               "--draft-vocab-size", str(vd), "--seed", str(args.seed), "--corpus", "v3",
               "--sample-temperature", f"{args.sample_temperature:g}"]
     common += ["--smoke"] if args.smoke else ["--n-sequences", str(args.n_sequences)]
+    gen = ["--gen-batch", str(args.gen_batch)] if args.gen_batch else []
     logs = [work / "heads" / "data.log"]
     summary: dict = {"command": HEADS_COMMAND + (" --smoke" if args.smoke else ""), "target": str(target),
                      "target_weights_sha256": family.weights_sha256(target), "draft_vocab_size": vd,
-                     "sample_temperature": args.sample_temperature, "plan": plan}
+                     "sample_temperature": args.sample_temperature, "batch_size": args.batch_size, "plan": plan}
     try:
-        code = family.wait_all({"data": family.spawn(["peagle_nb.cli", "train", "peagle", *common, "--data-only"],
-                                                     logs[0], env)}, clock.left() - args.reserve_s)["data"]
+        code = family.wait_all({"data": family.spawn(["peagle_nb.cli", "train", "peagle", *common, *gen,
+                                                      "--data-only"], logs[0], env)},
+                               clock.left() - args.reserve_s)["data"]
         if code != 0:
-            raise SystemExit("building the drafter data failed: see family_heads.log")
+            raise SystemExit("building the drafter data failed: see the data.log section of the heads' log")
         summary["data_seconds"] = round(clock.elapsed(), 1)
-        budget = min(args.time_budget_s, clock.left() - args.reserve_s)
+        summary["data"] = _data_info(cache)
+        budget = min(args.time_budget_s, clock.left() - args.reserve_s - args.eval_reserve_s)
+        if budget < 1:
+            raise SystemExit(f"no time left for the heads after the data ({clock.elapsed():.0f} s of "
+                             f"{args.deadline_s:.0f}). Fix: a larger --deadline-s or fewer --n-sequences")
         summary["head_time_budget_s"] = round(budget, 1)
         per_head = (["--val-prompts", "0"] if args.smoke else  # smoke: the trainers' own small sizes
                     ["--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size), "--val-prompts",
@@ -128,32 +195,67 @@ def heads_command(args: argparse.Namespace) -> int:
                                         "--out", str(folder / name)], logs[-1], env)
         summary["exit_codes"] = family.wait_all(procs, clock.left() - args.reserve_s)
         finished = [n for n in plan if (folder / n / "training_log.json").is_file()]
+        for n in finished:
+            record_conditional(folder / n)
         summary["heads"] = {n: head_report(folder / n) for n in finished}
+        # a rung whose cap the time budget cut short trains the pair on unequal steps: say so, per rung
+        summary["pair_steps_run"] = {f"r{r:g}": {m: summary["heads"].get(f"v3-{m}-r{r:g}", {}).get("steps_run")
+                                                 for m in PAIR} for r in args.rungs}
+        for n in set(plan) - set(finished):
+            shutil.rmtree(folder / n, ignore_errors=True)
+        others = [p for p in out.iterdir() if not p.name.startswith("family_") and not p.name.startswith("v3-heads")]
         if finished:
-            for n in set(plan) - set(finished):
-                shutil.rmtree(folder / n, ignore_errors=True)
-            summary["packed"] = family.pack_parts(folder, out / "v3-heads.tar.gz", arcname="v3-heads")
+            summary["packed"] = pack_heads(folder, pack_order(args.rungs, finished), out / "v3-heads.tar.gz",
+                                           MAX_OUT_FILES - 2 - len(others))
     finally:
         family._write_summary(summary, clock, logs, out / "family_heads")
     family.log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
     return 0
 
 
+def _data_info(cache: Path) -> dict:
+    """The self-distillation data's own record (sequences, tokens, build seconds), from the shared cache file."""
+    import torch
+
+    info = torch.load(cache, map_location="cpu").get("info", {})
+    return {k: v for k, v in info.items() if k != "labels"}
+
+
 def all_command(args: argparse.Namespace) -> int:
-    """The target (command A, family v3: one run), then the heads on it, within one deadline; one output folder."""
+    """The target (command A, family v3: one run), then the heads on it, within one deadline; one output folder
+    with the target's and the heads' parts, one summary (``family_all.json``) and one log."""
     clock = family.Clock(args.deadline_s)
+    out = Path(args.out)
     target_args = argparse.Namespace(**{**vars(args), "command": "target", "family": "v3", "eval_every": None,
                                         "runs": [20] if args.smoke else None, "continuation_prompts": 2 if args.smoke
                                         else 8, "continuation_tokens": 16 if args.smoke else 256,
                                         "time_budget_s": args.target_time_budget_s or (200.0 if args.smoke else 600.0),
-                                        "deadline_s": args.target_deadline_s or (1800.0 if args.smoke else 900.0)})
-    family.target_command(target_args)
-    kept = [p for p in sorted((Path(args.work) / "targets").glob("*")) if (p / "config.json").is_file()]
-    if not kept:
-        raise SystemExit("the target step left no model: see family_target.log in --out")
-    heads_args = argparse.Namespace(**{**vars(args), "command": "heads", "target": kept[0],
-                                       "deadline_s": max(60.0, clock.left())})
-    return heads_command(heads_args)
+                                        "deadline_s": min(clock.left(), args.target_deadline_s
+                                                          or (1800.0 if args.smoke else 900.0))})
+    try:
+        family.target_command(target_args)
+        kept = [p for p in sorted((Path(args.work) / "targets").glob("*")) if (p / "config.json").is_file()]
+        if not kept:
+            raise SystemExit("the target step left no model: see the target section of family_all.log in --out")
+        heads_args = argparse.Namespace(**{**vars(args), "command": "heads", "target": kept[0],
+                                           "deadline_s": max(60.0, clock.left())})
+        return heads_command(heads_args)
+    finally:
+        merge_summaries(out, clock, args)
+
+
+def merge_summaries(out: Path, clock: family.Clock, args: argparse.Namespace) -> None:
+    """``family_target.*`` and ``family_heads.*`` -> one ``family_all.json`` and one ``family_all.log``."""
+    doc: dict = {"command": ALL_COMMAND + (" --smoke" if args.smoke else ""), "deadline_s": args.deadline_s}
+    with open(out / "family_all.log", "w", encoding="utf-8") as log:
+        for stage in ("target", "heads"):
+            js, lg = out / f"family_{stage}.json", out / f"family_{stage}.log"
+            doc[stage] = json.loads(js.read_text(encoding="utf-8")) if js.is_file() else None
+            log.write(f"########## {stage}\n" + (lg.read_text(encoding="utf-8") if lg.is_file() else "(none)\n"))
+            js.unlink(missing_ok=True)
+            lg.unlink(missing_ok=True)
+    doc["seconds"] = round(clock.elapsed(), 1)
+    (out / "family_all.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,10 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda (cpu with --smoke)")
         p.add_argument("--deadline-s", type=float, default=None,
                        help="the whole command's wall-clock limit (heads 900 s, all 1700 s; 1800 s with --smoke)")
-        p.add_argument("--rungs", type=float, nargs="+", default=[1, 3, 10],
-                       help="budget ladder: multiples of --base-steps, the same for both methods (default 1 3 10)")
+        p.add_argument("--rungs", type=float, nargs="+", default=None,
+                       help="budget ladder: multiples of --base-steps, the same for both methods (default 1 3 10; "
+                            "1 with --smoke)")
         p.add_argument("--base-steps", type=int, default=None, help="steps of rung 1 (default 2000; 4 with --smoke)")
-        p.add_argument("--ablation-rung", type=float, default=3, help="the rung of P-EAGLE's ablations (default 3)")
+        p.add_argument("--ablation-rung", type=float, default=None,
+                       help="the rung of P-EAGLE's ablations (default 3; 1 with --smoke)")
         p.add_argument("--ablations", nargs="*", default=sorted(ABLATIONS),
                        help=f"P-EAGLE ablations, any of {sorted(ABLATIONS)} (default all)")
         p.add_argument("--sample-temperature", type=float, default=1.0,
@@ -187,7 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--draft-vocab-size", type=int, default=None,
                        help="default: the target log's proposed draft vocabulary size")
         p.add_argument("--time-budget-s", type=float, default=600.0, help="training seconds of every head (at most)")
-        p.add_argument("--batch-size", type=int, default=64)
+        p.add_argument("--batch-size", type=int, default=64, help="the same for every head")
+        p.add_argument("--gen-batch", type=int, default=None,
+                       help="continuations generated at once (default 4096 on CUDA, 64 on a CPU)")
+        p.add_argument("--eval-reserve-s", type=float, default=None,
+                       help="seconds kept after each head's training for its own acceptance measurement "
+                            "(default 90; 30 with --smoke)")
         p.add_argument("--val-prompts", type=int, default=16, help="validation prompts per domain")
         p.add_argument("--seed", type=int, default=0)
     return ap
@@ -195,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.rungs is None:  # smoke: five heads on a CPU, not nine
+        args.rungs = [1] if args.smoke else [1, 3, 10]
+    if args.ablation_rung is None:
+        args.ablation_rung = 1 if args.smoke else 3
+    if args.eval_reserve_s is None:
+        args.eval_reserve_s = 30.0 if args.smoke else 90.0
     if args.deadline_s is None:
         args.deadline_s = 1800.0 if args.smoke else {"heads": 900.0, "all": 1700.0}[args.command]
     return heads_command(args) if args.command == "heads" else all_command(args)

@@ -148,3 +148,17 @@ def tau_by_k(doc: dict, temperature: float = 0.0) -> list[dict]:
                 row[f"tau_{m}"] = statistics.median(taus)
         rows.append(row)
     return rows
+
+
+def plain_scaling(doc: dict, temperature: float = 0.0) -> dict:
+    """How plain decoding scales from the smallest to the largest concurrency (medians over sweeps): tokens/s end to
+    end (prefill included), and tokens per second of decoding alone (batch steps and the host work between them,
+    the time per output token's side), each as the largest c over the smallest."""
+    rows = time_split(doc, temperature=temperature)
+    lo, hi = rows[0], rows[-1]
+
+    def decode_rate(r: dict) -> float:
+        return r["concurrency"] / (r["steps_ms"] + r["host_ms"])
+
+    return {"from_c": lo["concurrency"], "to_c": hi["concurrency"],
+            "end_to_end": hi["tokens_per_s"] / lo["tokens_per_s"], "decode_only": decode_rate(hi) / decode_rate(lo)}

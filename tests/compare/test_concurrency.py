@@ -105,7 +105,7 @@ def test_time_split_separates_prefill_steps_and_host_work():
     assert four["prefill_share"] == pytest.approx(0.2) and four["host_share"] == pytest.approx(270 / 400)
 
 
-@pytest.mark.parametrize("name", ["concurrency_h200", "concurrency_h200_batched_prefill"])
+@pytest.mark.parametrize("name", ["concurrency_h200", "concurrency_h200_prefill_one_by_one"])
 def test_the_h200_records_recompute_and_say_what_the_notebook_says(name):
     doc = read_results(paths.results_dir() / "concurrency" / f"{name}.json")
     sweep.check_recomputes(doc)
@@ -114,6 +114,18 @@ def test_the_h200_records_recompute_and_say_what_the_notebook_says(name):
         assert row["acceptance_factor"] * row["step_factor"] == pytest.approx(row["ratio"], rel=0.05)
     for r in doc["runs"]:  # greedy and sampled both decoded the requested tokens, c requests each
         assert r["new_tokens"] == r["concurrency"] * r["max_new_tokens"]
+
+
+def test_plain_scaling_end_to_end_and_decoding_alone():
+    runs = [_run(c, "none", 0, s, 1.0, 1.0, total_ms=100.0 + 10 * c, steps=10, prefill_ms=2.0 * c, step_ms=5.0 + c)
+            for c in (1, 4) for s in range(3)]
+    for r in runs:
+        r["tokens_per_s"] = 1000.0 * r["concurrency"] * 10 / r["total_ms"]
+    sc = cc.plain_scaling({"runs": runs})
+    assert (sc["from_c"], sc["to_c"]) == (1, 4)
+    assert sc["end_to_end"] == pytest.approx((4 / 140) / (1 / 110))
+    # decoding alone: c / (total - prefill): 4 / 132 against 1 / 108
+    assert sc["decode_only"] == pytest.approx((4 / 132) / (1 / 108))
 
 
 def test_the_results_file_names_the_exact_weights_it_measured(tmp_path):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 DOMAIN_NAMES = {"prose": "English prose, Shakespeare", "code": "Python, the CPython standard library",
                 "ja": "Japanese, Debian's documentation"}
+DOMAIN_NAMES_V3 = {"prose": "English prose, Debian's technical documentation and Shakespeare",
+                   "code": "Python, the sources of widely used PyPI packages and the CPython standard library",
+                   "ja": "Japanese, Debian's documentation"}  # corpus v3 (data/corpus/manifest_v3.json, sources)
 
 
 def _training_command(c: dict) -> str:
@@ -145,13 +148,15 @@ def model_card(s: dict) -> str:
                f"stream; `training_log.json` keeps each window's loss (`heldout.<domain>.windows`) and "
                f"`tests/test_target.py` recomputes some of them from this folder." if ev else "")
     reproduce = s.get("reproduce") or f"{_training_command(c)} --out data/models/tiny-target"
-    corpus = "; ".join(f"**{d}**: {DOMAIN_NAMES.get(d, d)}" for d in s["train_tokens"])  # what it was trained on
+    names = DOMAIN_NAMES_V3 if s.get("corpus") == "v3" else DOMAIN_NAMES
+    where = "`data/corpus/`, corpus v3" if s.get("corpus") == "v3" else "`data/corpus/`"
+    corpus = "; ".join(f"**{d}**: {names.get(d, d)}" for d in s["train_tokens"])  # what it was trained on
     title = "v3-target" if s.get("corpus") == "v3" else "tiny-target"
     return f"""# {title}
 {smoke}
 A small Llama-architecture causal LM, the target model of the P-EAGLE notebook suite (notebooks 01-08).
 It is trained from scratch by `peagle_nb.training.target` on the suite's own offline corpus
-(`data/corpus/`: {corpus}) and loads with `transformers` (`peagle_nb.models.target.load_target`) and with vLLM.
+({where}: {corpus}) and loads with `transformers` (`peagle_nb.models.target.load_target`) and with vLLM.
 
 {_facts_table(s, chose_on)}
 

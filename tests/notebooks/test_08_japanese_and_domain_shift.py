@@ -121,3 +121,37 @@ def test_v3_training_determinism_is_printed_from_its_record(rec):
     assert rec["family_v3.determinism_heldout_max_abs_diff"] == pytest.approx(worst)
     assert worst < 1e-3  # not the same bytes, the same model: held-out loss agrees to well under a thousandth
 
+
+
+def test_recorded_v3_target_is_held_to_its_goals_from_the_files(rec):
+    from peagle_nb.compare import target_v3
+
+    folder = paths.results_dir() / "family_v3"
+    log = json.loads((folder / "target_h200" / "training_log.json").read_text())
+    tiny = json.loads((paths.models_dir() / "tiny-target" / "training_log.json").read_text())
+    tiny_on_v3 = json.loads((folder / "tiny_target_on_v3_heldout.json").read_text())
+    from peagle_nb.models.checksums import weights_sha256
+
+    assert tiny_on_v3["weights_sha256"] == weights_sha256(paths.models_dir() / "tiny-target")  # the shipped one
+    rows = target_v3.bits_per_byte_rows(log, tiny, tiny_on_v3)
+    ratio = {(r["held-out set"].split()[0], r["domain"]): r["ratio"] for r in rows}
+    for (held, d), value in ratio.items():
+        assert rec[f"family_v3.recorded.bpb_ratio.{held}.{d}"] == pytest.approx(value, abs=1e-3)
+    assert rec["family_v3.recorded.bpb_goal_met"] is all(r["meets goal"] for r in rows)
+    # the words of "what the recorded run shows"
+    domains = ("prose", "code", "ja")
+    assert all(ratio["v3", d] < ratio["v1", d] for d in domains)  # its own corpus's held-out split moved more
+    assert all(ratio["v3", d] <= 0.7 for d in domains)  # the goal met there ...
+    assert not all(ratio["v1", d] <= 0.7 for d in domains)  # ... and not on the set the goal names
+    assert ratio["v1", "code"] < min(ratio["v1", "prose"], ratio["v1", "ja"])  # on v1's, code moved most
+    assert rec["family_v3.prose_shakespeare_share"]["train"] < 0.15  # the plays are a small share of v3's prose
+    assert log["train_tokens"]["ja"] / sum(log["train_tokens"].values()) < 0.02
+    loops = target_v3.loop_rows(log, tiny_on_v3)
+    assert rec["family_v3.recorded.loop_goal_met"] is all(r["meets goal"] for r in loops)
+    for r in loops:
+        assert rec[f"family_v3.recorded.greedy_repeated.{r['prompt set']}"] == pytest.approx(r["greedy repeated"],
+                                                                                              abs=1e-3)
+        assert r["sampled repeated"] < 0.1 < r["greedy repeated"]  # greedy loops, sampled text hardly repeats
+        assert r["greedy repeated"] > r["tiny greedy repeated"]  # more than the tiny target's
+    facts = target_v3.training_facts(log)
+    assert facts["train_seconds"] <= 900 and facts["device"] == "NVIDIA H200"

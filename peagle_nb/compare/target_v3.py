@@ -1,0 +1,57 @@
+"""The family-v3 target against the tiny target and against its own targets, from recorded files only. Explained in
+notebook 08 (section 7).
+
+Two held-out sets: corpus v1's (the tiny target's own, kept held out by corpus v3; ``heldout`` in a target's
+training log) and corpus v3's (``heldout_v3`` in the v3 log; the tiny target measured on the same windows by
+``python -m peagle_nb.lab.benchmarks.heldout_v3``). The goals a v3 target is held to: bits per byte at most
+``BPB_RATIO_GOAL`` of the tiny target's on every domain, and greedy continuations with at most
+``LOOP_SHARE_GOAL`` of their tokens inside a repeated 8-gram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+BPB_RATIO_GOAL = 0.7
+LOOP_SHARE_GOAL = 0.15
+
+
+def bits_per_byte_rows(v3_log: Mapping, tiny_log: Mapping, tiny_on_v3: Mapping | None = None) -> list[dict]:
+    """Per held-out set and domain: the v3 target's bits per byte, the tiny target's, their ratio and whether it
+    meets ``BPB_RATIO_GOAL``. The v1 set compares both targets' own logs; the v3 set needs ``tiny_on_v3``."""
+    sets = [("v1 held-out", v3_log["heldout"], tiny_log["heldout"])]
+    if tiny_on_v3 is not None and "heldout_v3" in v3_log:
+        sets.append(("v3 held-out", v3_log["heldout_v3"], tiny_on_v3["heldout_v3"]))
+    rows = []
+    for name, v3, tiny in sets:
+        for d, r in v3.items():
+            ratio = r["bits_per_byte"] / tiny[d]["bits_per_byte"]
+            rows.append({"held-out set": name, "domain": d, "v3 bits/byte": r["bits_per_byte"],
+                         "tiny bits/byte": tiny[d]["bits_per_byte"], "ratio": ratio,
+                         "meets goal": ratio <= BPB_RATIO_GOAL})
+    return rows
+
+
+def loop_rows(v3_log: Mapping, tiny_log: Mapping | None = None) -> list[dict]:
+    """Per prompt set: the share of the v3 target's greedy and sampled (T=1) continuations inside a repeated 8-gram
+    (and the tiny target's where its log has them), and whether greedy meets ``LOOP_SHARE_GOAL``."""
+    tiny_cont = (tiny_log or {}).get("continuations", {})
+    rows = []
+    for name, r in v3_log["continuations"].items():
+        greedy = r["greedy"]["repetition_fraction"]
+        row = {"prompt set": name, "new tokens": r["max_new_tokens"], "greedy repeated": greedy,
+               "sampled repeated": r["sampled"]["repetition_fraction"], "meets goal": greedy <= LOOP_SHARE_GOAL}
+        if name in tiny_cont:
+            row["tiny greedy repeated"] = tiny_cont[name]["greedy"]["repetition_fraction"]
+        rows.append(row)
+    return rows
+
+
+def training_facts(v3_log: Mapping) -> dict:
+    """What the run was: layers, parameters, tokens seen, seconds, throughput, the domain mix and the device."""
+    return {"layers": v3_log["layers"], "hidden_size": v3_log["hidden_size"], "params_m": v3_log["params"] / 1e6,
+            "tokens_seen_m": v3_log["tokens_seen"] / 1e6, "train_seconds": v3_log["train_seconds"],
+            "tokens_per_s": v3_log["tokens_seen"] / v3_log["train_seconds"], "steps": v3_log["steps_run"],
+            "best_step": v3_log["best_step"], "device": v3_log["device"],
+            "train_tokens_m": {d: n / 1e6 for d, n in v3_log["train_tokens"].items()},
+            "domain_sampling": v3_log.get("domain_sampling")}

@@ -1,0 +1,70 @@
+"""The family-v3 target's report: bits per byte against the tiny target on both held-out sets, the loop check,
+and the recorded H200 run read back (notebook 08, section 7)."""
+
+import json
+
+import pytest
+
+from peagle_nb.compare import target_v3
+from peagle_nb.files import paths
+
+
+def _log(bpb: dict, v3: dict | None = None, greedy: float = 0.5) -> dict:
+    log = {"heldout": {d: {"bits_per_byte": b} for d, b in bpb.items()},
+           "continuations": {"prose": {"max_new_tokens": 256, "greedy": {"repetition_fraction": greedy},
+                                       "sampled": {"repetition_fraction": 0.02}}}}
+    if v3 is not None:
+        log["heldout_v3"] = {d: {"bits_per_byte": b} for d, b in v3.items()}
+    return log
+
+
+def test_ratios_and_goals_on_both_held_out_sets():
+    v3, tiny = _log({"prose": 1.4, "code": 0.7}, v3={"prose": 1.0, "code": 0.6}), _log({"prose": 2.0, "code": 0.8})
+    tiny_on_v3 = {"heldout_v3": {"prose": {"bits_per_byte": 2.0}, "code": {"bits_per_byte": 0.6}}}
+    rows = {(r["held-out set"], r["domain"]): r for r in target_v3.bits_per_byte_rows(v3, tiny, tiny_on_v3)}
+    assert rows["v1 held-out", "prose"]["ratio"] == pytest.approx(0.7) and rows["v1 held-out", "prose"]["meets goal"]
+    code = rows["v1 held-out", "code"]
+    assert code["ratio"] == pytest.approx(0.875) and not code["meets goal"]
+    assert rows["v3 held-out", "prose"]["ratio"] == pytest.approx(0.5)
+    assert len(target_v3.bits_per_byte_rows(v3, tiny)) == 2  # without the tiny target on v3: the v1 set only
+
+
+def test_loop_rows_hold_greedy_to_the_goal_and_show_the_tiny_target_beside():
+    rows = target_v3.loop_rows(_log({}, greedy=0.9), _log({}, greedy=0.8))
+    assert rows == [{"prompt set": "prose", "new tokens": 256, "greedy repeated": 0.9, "sampled repeated": 0.02,
+                     "meets goal": False, "tiny greedy repeated": 0.8}]
+    assert target_v3.loop_rows(_log({}, greedy=0.1))[0]["meets goal"] is True
+
+
+def test_the_recorded_h200_run_reads_back():
+    folder = paths.results_dir() / "family_v3" / "target_h200"
+    log = json.loads((folder / "training_log.json").read_text())
+    facts = target_v3.training_facts(log)
+    assert facts["device"] == "NVIDIA H200" and facts["layers"] == 32 and facts["train_seconds"] <= 900
+    run = json.loads((folder / "family_all.json").read_text())["target"]
+    assert run["weights_sha256"] == log["weights_sha256"]  # the summary and the log name the same weights
+    tiny = json.loads((paths.models_dir() / "tiny-target" / "training_log.json").read_text())
+    for r in target_v3.bits_per_byte_rows(log, tiny):  # the card's own ratios
+        assert r["tiny bits/byte"] == pytest.approx(log["baseline_heldout_bits_per_byte"][r["domain"]])
+
+
+def test_the_tiny_target_measured_on_a_v3_held_out_split(tmp_path, monkeypatch):
+    from peagle_nb.lab.benchmarks import heldout_v3
+    from tests.test_family import _mini_corpus_v3
+
+    corpus = tmp_path / "v3"
+    _mini_corpus_v3(corpus, chars=20_000)
+    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
+    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+    out = tmp_path / "tiny_on_v3.json"
+    assert heldout_v3.main(["--out", str(out), "--windows", "2", "--seq-len", "64", "--continuations", "1",
+                            "--continuation-tokens", "8"]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["heldout_v3"]) == {"prose", "code", "ja"} and "--windows 2" in doc["generator"]
+    for r in doc["heldout_v3"].values():
+        assert r["windows_measured"] <= 2 and 0 < r["bits_per_byte"] < 8
+    assert doc["weights_sha256"] and set(doc["continuations"]) == {"prose", "code", "ja"}
+    assert doc["continuations"]["prose"]["greedy"]["tokens"] == 8
+    assert doc["prose_sources"]["heldout"]["shakespeare_share"] == 0.0  # the mini corpus's ids name no play
+    with pytest.raises(SystemExit, match="no target"):
+        heldout_v3.main(["--out", str(out), "--target", str(tmp_path)])

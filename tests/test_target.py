@@ -236,3 +236,27 @@ def test_vllm_greedy_matches_hf(target, monkeypatch, tmp_path, layout):
         hf = model.generate(torch.tensor([i]), max_new_tokens=16, do_sample=False,
                             pad_token_id=tok.pad_token_id)[0, len(i):].tolist()
         assert list(o.outputs[0].token_ids) == hf
+
+
+def test_width_sets_heads_and_mlp_and_refuses_a_width_that_splits_no_heads(tmp_path):
+    import argparse
+
+    from peagle_nb.lab.training_runs import family
+    from peagle_nb.training.target import add_arguments, config_from_args
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    cfg = config_from_args(p.parse_args(["--corpus", "v3", "--width", "512", "--out", str(tmp_path)]))
+    assert cfg.arch["num_hidden_layers"] == 32  # family v3's depth kept
+    assert (cfg.arch["hidden_size"], cfg.arch["num_attention_heads"], cfg.arch["intermediate_size"]) == (512, 8, 1280)
+    smoke = config_from_args(p.parse_args(["--smoke", "--width", "128", "--out", str(tmp_path)]))
+    arch = smoke.arch
+    assert (arch["hidden_size"], arch["num_attention_heads"], arch["num_hidden_layers"]) == (128, 2, 8)
+    default = config_from_args(p.parse_args(["--corpus", "v3", "--out", str(tmp_path)]))
+    assert default.arch["hidden_size"] == 256 and default.arch["intermediate_size"] == 640
+    with pytest.raises(SystemExit, match="multiple of 64"):
+        config_from_args(p.parse_args(["--width", "100", "--out", str(tmp_path)]))
+    # the family command passes it on to the v3 target's trainer
+    flags = family._family_flags(argparse.Namespace(family="v3", smoke=False, width=512))
+    assert flags[flags.index("--width") + 1] == "512"
+    assert "--width" not in family._family_flags(argparse.Namespace(family="v3", smoke=False, width=None))

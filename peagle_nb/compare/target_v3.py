@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 BPB_RATIO_GOAL = 0.7
 LOOP_SHARE_GOAL = 0.15
+# NVIDIA H200 datasheet: BF16 tensor core 1,979 TFLOP/s with 2:4 sparsity, so half of it dense
+H200_DENSE_BF16_TFLOPS = 1979 / 2
 
 
 def bits_per_byte_rows(v3_log: Mapping, tiny_log: Mapping, tiny_on_v3: Mapping | None = None) -> list[dict]:
@@ -47,9 +49,21 @@ def loop_rows(v3_log: Mapping, tiny_log: Mapping | None = None) -> list[dict]:
     return rows
 
 
+def training_flops_per_token(params: int, layers: int, seq_len: int, hidden: int) -> float:
+    """Training FLOPs per token: 6 per parameter (forward and backward) plus attention over the context,
+    6 x layers x context x width (the usual transformer estimate)."""
+    return 6 * params + 6 * layers * seq_len * hidden
+
+
 def training_facts(v3_log: Mapping) -> dict:
-    """What the run was: layers, parameters, tokens seen, seconds, throughput, the domain mix and the device."""
-    return {"layers": v3_log["layers"], "hidden_size": v3_log["hidden_size"], "params_m": v3_log["params"] / 1e6,
+    """What the run was: layers, parameters, tokens seen, seconds, throughput, the model FLOP/s that throughput
+    means and its share of an H200's dense BF16 peak, the domain mix and the device."""
+    tokens_per_s = v3_log["tokens_seen"] / v3_log["train_seconds"]
+    per_token = training_flops_per_token(v3_log["params"], v3_log["layers"], v3_log["config"]["seq_len"],
+                                         v3_log["hidden_size"])
+    return {"model_tflops_per_s": per_token * tokens_per_s / 1e12,
+            "h200_peak_share": per_token * tokens_per_s / 1e12 / H200_DENSE_BF16_TFLOPS,
+            "layers": v3_log["layers"], "hidden_size": v3_log["hidden_size"], "params_m": v3_log["params"] / 1e6,
             "tokens_seen_m": v3_log["tokens_seen"] / 1e6, "train_seconds": v3_log["train_seconds"],
             "tokens_per_s": v3_log["tokens_seen"] / v3_log["train_seconds"], "steps": v3_log["steps_run"],
             "best_step": v3_log["best_step"], "device": v3_log["device"],

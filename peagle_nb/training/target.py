@@ -407,6 +407,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=None,
                    help=f"decoder layers (default {DEFAULT_ARCH['num_hidden_layers']}; "
                         f"{V3_ARCH['num_hidden_layers']} with --corpus v3)")
+    p.add_argument("--width", type=int, default=None,
+                   help="hidden size, a multiple of 64 (heads of 64, MLP 2.5x; default 256): a wider target keeps a "
+                        "large GPU busier per layer")
     p.add_argument("--tokenizer-from", type=Path, default=None,
                    help="reuse this model folder's tokenizer (family v3 reuses the tiny target's)")
     p.add_argument("--mix-alpha", type=float, default=None,
@@ -414,6 +417,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heldout-windows", type=int, default=None, help="windows per domain of v3's held-out split")
     p.add_argument("--eval-only", action="store_true",
                    help="re-measure the model already in --out and rewrite its training_log.json and model card")
+
+
+def width_arch(width: int | None) -> dict:
+    """The architecture fields a hidden size sets: attention heads of 64 dimensions, an MLP 2.5x as wide (rounded to
+    64, as the default 256 -> 640). Empty for None."""
+    if width is None:
+        return {}
+    heads = width // 64
+    return {"hidden_size": width, "num_attention_heads": heads, "num_key_value_heads": heads,
+            "intermediate_size": round(2.5 * width / 64) * 64}
 
 
 def config_from_args(args: argparse.Namespace) -> TargetTrainConfig:
@@ -426,14 +439,18 @@ def config_from_args(args: argparse.Namespace) -> TargetTrainConfig:
                  "mix_alpha": getattr(args, "mix_alpha", None),
                  "heldout_windows": getattr(args, "heldout_windows", None)}
     layers = getattr(args, "layers", None)
+    width = getattr(args, "width", None)
+    if width is not None and (width < 64 or width % 64):
+        raise SystemExit(f"--width {width}: use a multiple of 64 (attention heads of 64 dimensions), e.g. 512")
     if args.smoke:
-        if layers:
-            overrides["arch"] = dict(SMOKE_ARCH, num_hidden_layers=layers)
+        if layers or width:
+            overrides["arch"] = dict(SMOKE_ARCH, **({"num_hidden_layers": layers} if layers else {}),
+                                     **width_arch(width))
         out = args.out or paths.repo_root() / "build" / "models" / "tiny-target-smoke"
         return TargetTrainConfig.smoke_config(out, **overrides)
-    if overrides["corpus"] == "v3" or layers:
+    if overrides["corpus"] == "v3" or layers or width:
         base = V3_ARCH if overrides["corpus"] == "v3" else DEFAULT_ARCH
-        overrides["arch"] = dict(base, **({"num_hidden_layers": layers} if layers else {}))
+        overrides["arch"] = dict(base, **({"num_hidden_layers": layers} if layers else {}), **width_arch(width))
     out = args.out or paths.models_dir() / "tiny-target"
     return TargetTrainConfig(out=out, **{k: v for k, v in overrides.items() if v is not None})
 

@@ -36,6 +36,15 @@ def test_loop_rows_hold_greedy_to_the_goal_and_show_the_tiny_target_beside():
     assert target_v3.loop_rows(_log({}, greedy=0.1))[0]["meets goal"] is True
 
 
+def test_training_flops_count_parameters_and_attention():
+    assert target_v3.training_flops_per_token(1000, 2, 8, 4) == 6 * 1000 + 6 * 2 * 8 * 4
+    log = {"params": 1000, "layers": 2, "hidden_size": 4, "config": {"seq_len": 8}, "tokens_seen": 1e12,
+           "train_seconds": 1.0, "steps_run": 1, "best_step": 1, "device": "x", "train_tokens": {"code": 1}}
+    facts = target_v3.training_facts(log)
+    assert facts["model_tflops_per_s"] == pytest.approx(6384)
+    assert facts["h200_peak_share"] == pytest.approx(6384 / target_v3.H200_DENSE_BF16_TFLOPS)
+
+
 def test_the_recorded_h200_run_reads_back():
     folder = paths.results_dir() / "family_v3" / "target_h200"
     log = json.loads((folder / "training_log.json").read_text())

@@ -155,3 +155,5 @@ def test_recorded_v3_target_is_held_to_its_goals_from_the_files(rec):
         assert r["greedy repeated"] > r["tiny greedy repeated"]  # more than the tiny target's
     facts = target_v3.training_facts(log)
     assert facts["train_seconds"] <= 900 and facts["device"] == "NVIDIA H200"
+    assert rec["family_v3.recorded.h200_peak_share"] == pytest.approx(facts["h200_peak_share"], abs=1e-3)
+    assert facts["h200_peak_share"] < 0.1  # "a small share of what the GPU can do"

@@ -168,8 +168,9 @@ def _family_flags(args: argparse.Namespace) -> list[str]:
     if args.family != "v3":
         return []
     # smoke: the smoke model and sizes on a corpus-v3 prefix, through the same code path
+    width = ["--width", str(args.width)] if getattr(args, "width", None) else []
     return [*V3_DATA_FLAGS, "--tokenizer-from", str(paths.models_dir() / TARGET_NAME),
-            *([] if args.smoke else V3_SIZE_FLAGS)]
+            *([] if args.smoke else V3_SIZE_FLAGS), *width]
 
 
 def target_command(args: argparse.Namespace) -> int:
@@ -601,6 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--time-budget-s", type=float, default=None,
                    help="training seconds per target run (default 200; 600 for family v3)")
     a.add_argument("--eval-every", type=int, default=None, help="validation every N steps (default 100)")
+    a.add_argument("--width", type=int, default=None, help="family v3: the target's hidden size (default 256)")
     a.add_argument("--continuation-prompts", type=int, default=8, help="prompts per set for the loop check")
     a.add_argument("--continuation-tokens", type=int, default=None,
                    help="new tokens of each continuation in the loop check (default 128; 256 for family v3)")

@@ -230,6 +230,7 @@ def all_command(args: argparse.Namespace) -> int:
                                         "runs": [20] if args.smoke else None, "continuation_prompts": 2 if args.smoke
                                         else 8, "continuation_tokens": 16 if args.smoke else 256,
                                         "time_budget_s": args.target_time_budget_s or (200.0 if args.smoke else 600.0),
+                                        "width": args.target_width,
                                         "deadline_s": min(clock.left(), args.target_deadline_s
                                                           or (1800.0 if args.smoke else 900.0))})
     try:
@@ -266,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     everything = sub.add_parser("all", help="the v3 target (command A), then the heads, in one command")
     heads.add_argument("--target", type=Path, default=None, help="default data/models/v3-target")
     everything.add_argument("--target-deadline-s", type=float, default=None, help="the target step (default 900 s)")
+    everything.add_argument("--target-width", type=int, default=None, help="the target's hidden size (default 256)")
     everything.add_argument("--target-time-budget-s", type=float, default=None,
                             help="the target's training seconds (default 600)")
     for p in (heads, everything):

@@ -101,18 +101,73 @@ def test_the_conditional_acceptance_is_written_into_the_heads_log(tmp_path):
     assert res["conditional_accept_rate_per_position"] == pytest.approx([0.5, 0.5, 0.8])
 
 
-@pytest.mark.slow
-def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_path, monkeypatch):
-    corpus = tmp_path / "v3"
+@pytest.fixture(scope="module")
+def all_at_smoke_size(tmp_path_factory):
+    """One `family all --family v3` smoke run (the target, then the ladder and two ablations on it) that the target,
+    heads and summary tests below all read: each of those stages costs a minute on two cores."""
+    root = tmp_path_factory.mktemp("family_v3_all")
+    corpus, out = root / "v3", root / "out"
     _mini_corpus_v3(corpus)
-    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
-    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
-    out = tmp_path / "out"
-    assert family.main(["heads", "--family", "v3", "--smoke", "--target", str(paths.models_dir() / "tiny-target"),
-                        "--rungs", "1", "--base-steps", "2", "--ablation-rung", "1", "--ablations", "zeros",
-                        "--gen-batch", "8", "--out", str(out), "--work", str(tmp_path / "w")]) == 0
-    summary = json.loads((out / "family_heads.json").read_text())
-    assert set(summary["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PEAGLE_CORPUS_V3", str(corpus))
+        mp.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
+        code = family.main(["all", "--family", "v3", "--smoke", "--rungs", "1", "--base-steps", "2",
+                            "--ablation-rung", "1", "--ablations", "zeros", "nocod", "--gen-batch", "8",
+                            "--out", str(out), "--work", str(root / "w")])
+    return code, out, root
+
+
+@pytest.mark.slow
+def test_all_at_smoke_size_trains_the_target_then_its_heads_into_one_summary(all_at_smoke_size):
+    code, out, _ = all_at_smoke_size
+    assert code == 0
+    names = {p.name for p in out.iterdir()}
+    assert len(names) <= 8 and {"family_all.json", "family_all.log"} <= names  # what one GPU call may return
+    assert not names & {"family_target.json", "family_heads.json"}  # one summary
+    doc = json.loads((out / "family_all.json").read_text())
+    assert doc["heads"]["target_weights_sha256"] == doc["target"]["weights_sha256"]  # heads on the fresh target
+    assert set(doc["heads"]["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1", "v3-peagle-nocod-r1"}
+    assert doc["heads"]["heads"]["v3-peagle-nocod-r1"]["cod"] == [1.0, 1.0]
+    assert any(n.startswith("v3-target.tar.gz.part") for n in names)
+    assert any(n.startswith("v3-heads.tar.gz.part") for n in names)
+
+
+@pytest.mark.slow
+def test_target_at_smoke_size_reuses_the_tokenizer_lifts_small_domains_and_packs_parts(all_at_smoke_size):
+    from peagle_nb.models.target import load_target
+
+    code, out, root = all_at_smoke_size
+    assert code == 0
+    summary = json.loads((out / "family_all.json").read_text())["target"]
+    assert summary["command"].endswith("--family v3 --smoke")
+    parts = sorted(out.glob("v3-target.tar.gz.part*"))
+    assert parts and [p.name for p in parts] == [r["file"] for r in summary["packed"]]
+    folder = family.unpack_parts(parts[0], root / "models")
+    assert folder.name == "v3-target"
+    assert family.weights_sha256(folder) == summary["weights_sha256"]  # the card's weights are the packed ones
+    log = json.loads((folder / "training_log.json").read_text())
+    assert log["corpus"] == "v3" and log["tokenizer"]["reused_from"].endswith("tiny-target")
+    assert set(log["heldout"]) == set(log["heldout_v3"]) == {"prose", "code", "ja"}
+    share = log["domain_sampling"]
+    tokens = log["train_tokens"]
+    smallest = min(tokens, key=tokens.get)
+    assert abs(sum(share.values()) - 1) < 1e-3
+    assert share[smallest] > tokens[smallest] / sum(tokens.values())  # alpha 0.7 lifts the smallest domain
+    model, tok = load_target(folder)
+    assert len(tok) == len(load_target()[1])  # the tiny target's tokenizer, reused
+    assert model.config.num_hidden_layers == 8
+    card = (folder / "README.md").read_text()
+    assert card.startswith("# v3-target") and "## Family v3 against the tiny target" in card
+    assert all(digest in card for digest in summary["weights_sha256"].values())
+    assert set(log["baseline_heldout_bits_per_byte"]) == {"prose", "code", "ja"}
+
+
+@pytest.mark.slow
+def test_heads_at_smoke_size_train_the_ladder_and_ablations_and_pack_them(all_at_smoke_size):
+    code, out, root = all_at_smoke_size
+    assert code == 0
+    summary = json.loads((out / "family_all.json").read_text())["heads"]
+    assert set(summary["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-zeros-r1", "v3-peagle-nocod-r1"}
     assert summary["exit_codes"] == {n: 0 for n in summary["heads"]}
     assert summary["pair_steps_run"] == {"r1": {"eagle3": 2, "peagle": 2}}
     for name, head in summary["heads"].items():
@@ -123,10 +178,10 @@ def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_
     assert summary["heads"]["v3-peagle-zeros-r1"]["mask_hidden"] == "zeros"
     assert summary["heads"]["v3-peagle-r1"]["layers"] == 4 and summary["heads"]["v3-eagle3-r1"]["layers"] == 1
     parts = sorted(out.glob("v3-heads.tar.gz.part*"))
-    assert parts and len(list(out.iterdir())) <= 8  # what one GPU call may return
-    unpacked = tmp_path / "models"
+    assert parts
+    unpacked = root / "heads"
     unpacked.mkdir()
-    whole = tmp_path / "joined.tar.gz"
+    whole = root / "joined.tar.gz"
     whole.write_bytes(b"".join(p.read_bytes() for p in parts))
     with tarfile.open(whole) as tar:
         tar.extractall(unpacked, filter="data")
@@ -135,23 +190,3 @@ def test_heads_at_smoke_size_train_the_ladder_and_an_ablation_and_pack_them(tmp_
     log = json.loads((unpacked / "v3-heads" / "v3-peagle-r1" / "training_log.json").read_text())
     assert all("conditional_accept_rate_per_position" in res for by_k in log["acceptance"].values()
                for res in by_k.values())
-
-
-@pytest.mark.slow
-def test_all_at_smoke_size_trains_the_target_then_its_heads_into_one_summary(tmp_path, monkeypatch):
-    corpus = tmp_path / "v3"
-    _mini_corpus_v3(corpus)
-    monkeypatch.setenv("PEAGLE_CORPUS_V3", str(corpus))
-    monkeypatch.setenv("PEAGLE_CORPUS_V3_MANIFEST", str(corpus / "manifest_v3.json"))
-    out = tmp_path / "out"
-    assert family.main(["all", "--family", "v3", "--smoke", "--rungs", "1", "--base-steps", "2", "--ablation-rung",
-                        "1", "--ablations", "nocod", "--out", str(out), "--work", str(tmp_path / "w")]) == 0
-    names = {p.name for p in out.iterdir()}
-    assert len(names) <= 8 and {"family_all.json", "family_all.log"} <= names
-    assert not names & {"family_target.json", "family_heads.json"}  # one summary
-    doc = json.loads((out / "family_all.json").read_text())
-    assert doc["heads"]["target_weights_sha256"] == doc["target"]["weights_sha256"]  # heads on the fresh target
-    assert set(doc["heads"]["heads"]) == {"v3-eagle3-r1", "v3-peagle-r1", "v3-peagle-nocod-r1"}
-    assert doc["heads"]["heads"]["v3-peagle-nocod-r1"]["cod"] == [1.0, 1.0]
-    assert any(n.startswith("v3-target.tar.gz.part") for n in names)
-    assert any(n.startswith("v3-heads.tar.gz.part") for n in names)

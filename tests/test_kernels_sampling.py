@@ -41,8 +41,9 @@ def test_sampled_verify_edge_cases(verify_cases):
     assert verify_cases["k0_sampled_q"]["accepted"] == [0] * 6
 
 
-def test_sampled_verify_kernel_is_lossless_in_distribution(verify_cases):
-    assert verify_cases["chi_square_position_0"]["pvalue"] > 1e-3
+def test_sampled_verify_is_lossless_in_distribution_and_the_kernel_draws_as_its_reference(verify_cases):
+    res = verify_cases["chi_square_position_0"]
+    assert res["pvalue"] > 1e-3 and res["diff"] == 0 and (res["kernel_rows"], res["rows"]) == (300, 1500)
 
 
 @pytest.mark.parametrize("case", DRAFT_CASES)
@@ -51,7 +52,9 @@ def test_draft_sample_triton_matches_reference(draft_cases, case):
 
 
 def test_draft_sample_draws_follow_q(draft_cases):
-    assert draft_cases["chi_square"]["pvalue"] > 1e-3
+    res = draft_cases["chi_square"]
+    assert res["pvalue"] > 1e-3 and res["diff"] == res["q_diff"] == 0
+    assert (res["kernel_rows"], res["rows"]) == (300, 1500)
 
 
 def test_reference_t_to_zero_equals_greedy_verification():

@@ -69,3 +69,32 @@ def test_mark_repeats_wraps_each_run():
     assert mark_repeats(decode, [], []) == ""
     with pytest.raises(ValueError, match="one mask value per token"):
         mark_repeats(decode, [0, 1], [True])
+
+
+def test_the_lean_engine_searches_in_batches_that_give_each_prompt_its_own_run():
+    import torch
+
+    from peagle_nb.analysis.worked_examples import greedy_runs
+    from peagle_nb.engine.lean import LeanDecoder
+    from peagle_nb.engine.lean.batch import batched_twin
+    from peagle_nb.files import paths
+    from peagle_nb.models.heads import load_head
+    from peagle_nb.models.target import load_target
+
+    target, tok = load_target(paths.models_dir() / "tiny-target")
+    head = load_head(paths.models_dir() / "tiny-peagle")
+    dec = LeanDecoder(target, tok, head, "peagle", 7)
+    prompts = [tok(t)["input_ids"] for t in ("The old house", "def add(a, b):", "It was late", "import os")]
+    alone = [dec.generate(p, 24) for p in prompts]
+    got = list(greedy_runs(dec, prompts, 24, batch=2))  # two batches of two
+    assert [r.tokens for r in got] == [r.tokens for r in alone]
+    assert [[s.accepted for s in r.steps] for r in got] == [[s.accepted for s in r.steps] for r in alone]
+    assert sum(s.accepted for r in got for s in r.steps) > 0  # the trained head keeps drafts: the runs are compared
+    twin = batched_twin(dec, 2)
+    assert twin is not None and batched_twin(twin) is None  # a batched engine has no further twin
+    by_hand = LeanDecoder(target, tok, head, "peagle", 7, mask_hidden=torch.zeros(head.mask_hidden.numel()))
+    assert batched_twin(by_hand) is None  # hand-set placeholders: the batched engine has no such setting
+    # a decoder without a twin (the scripted one) is asked prompt by prompt
+    scripted = ScriptedDecoder({100: ([1, 2], [0]), 200: ([3, 4], [1])})
+    assert [r.tokens for r in greedy_runs(scripted, [[100], [200]], 2)] == [[1, 2], [3, 4]]
+    assert scripted.calls == [[100], [200]]

@@ -16,6 +16,21 @@ from collections.abc import Callable, Sequence
 from peagle_nb.analysis.repetition import MIN_REPEAT, repeated_mask, step_starts
 
 
+def greedy_runs(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: int, batch: int = 8):
+    """Each prompt's greedy run, in order, lazily. A decoder with a batched twin (the lean engine) decodes ``batch``
+    prompts per step, each one exactly as it would alone, about twice as fast on a CPU; any other decoder decodes
+    them one by one."""
+    from peagle_nb.engine.lean.batch import batched_twin  # torch and the kernels: only when a search runs
+
+    twin = batched_twin(decoder, batch)
+    if twin is None:
+        for prompt in prompts:
+            yield decoder.generate(list(prompt), max_new_tokens)
+        return
+    for i in range(0, len(prompts), batch):
+        yield from twin.generate([list(p) for p in prompts[i:i + batch]], max_new_tokens).results
+
+
 def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: int, min_accepted: int = 4,
                    prefer_fresh: bool = True, kept_ok: Callable[[list[int]], bool] | None = None) -> dict | None:
     """Greedy-decode ``prompts`` in order with ``decoder`` (``generate`` as the engine's) until a step kept at
@@ -30,8 +45,7 @@ def find_long_step(decoder, prompts: Sequence[Sequence[int]], max_new_tokens: in
     if min_accepted < 1:
         raise ValueError(f"min_accepted must be >= 1, got {min_accepted}")
     fallback = None
-    for i, prompt in enumerate(prompts):
-        res = decoder.generate(list(prompt), max_new_tokens)
+    for i, (prompt, res) in enumerate(zip(prompts, greedy_runs(decoder, prompts, max_new_tokens))):
         mask = repeated_mask(prompt, res.tokens)
         for j, (step, start) in enumerate(zip(res.steps, step_starts(res.steps, len(res.tokens)))):
             if step.accepted < min_accepted or start + step.accepted > len(res.tokens):

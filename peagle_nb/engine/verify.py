@@ -62,6 +62,9 @@ def sample_token(logits: torch.Tensor, temperature: float, generator) -> torch.T
     return token[0]
 
 
+REJECTION_SLICE_FLOATS = 1 << 24  # floats of the per-slice copies in rejection_sample (64 MB)
+
+
 def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, target_probs: torch.Tensor,
                      generator: torch.Generator | None = None, use_triton: bool | None = None
                      ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +84,16 @@ def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor, targ
     u_acc = torch.rand(b, k, generator=generator, device=dev)
     u_res = torch.rand(b, v, generator=generator, device=dev)
     identity = torch.arange(v, dtype=torch.int32, device=dev)
-    accepted, token, _ = sampled_verify(target_probs.float().log(), draft_tokens.long(), draft_probs.float(),
-                                        identity, inv_temperature(1.0, b, dev), u_acc, u_res,
-                                        use_triton=use_triton)
-    return accepted.long(), token
+    # every row is verified on its own: slices of rows give the same draws while the [rows, K+1, V] float copies
+    # stay small (notebook 01 verifies 20,000 rows over the whole vocabulary)
+    step = max(1, REJECTION_SLICE_FLOATS // ((2 * k + 3) * v))
+    accepted, token = [], []
+    for i in range(0, b, step):
+        rows = slice(i, i + step)
+        acc, tok, _ = sampled_verify(target_probs[rows].float().log(), draft_tokens[rows].long(),
+                                     draft_probs[rows].float(), identity, inv_temperature(1.0, len(u_acc[rows]), dev),
+                                     u_acc[rows], u_res[rows], use_triton=use_triton)
+        accepted.append(acc)
+        token.append(tok)
+    return torch.cat(accepted).long(), torch.cat(token)
+

@@ -156,3 +156,18 @@ def test_greedy_drafts_are_kept_with_the_target_probability():
     out = torch.where(acc > 0, d.expand(n), nxt)
     freq = torch.bincount(out, minlength=12).float() / n
     assert 0.5 * (freq - p).abs().sum().item() < 0.02  # total variation of 40,000 draws from p: ~0.01
+
+
+def test_rows_verified_in_slices_draw_exactly_what_one_pass_draws(monkeypatch):
+    from peagle_nb.engine import verify
+
+    g = torch.Generator().manual_seed(11)
+    b, k, v = 300, 3, 50
+    q = torch.softmax(torch.randn(b, k, v, generator=g) * 2, -1)
+    p = torch.softmax(torch.randn(b, k + 1, v, generator=g) * 2, -1)
+    drafts = torch.multinomial(q.reshape(-1, v), 1, generator=g).reshape(b, k)
+    whole = rejection_sample(drafts, q, p, torch.Generator().manual_seed(3))
+    monkeypatch.setattr(verify, "REJECTION_SLICE_FLOATS", 7 * (2 * k + 3) * v)  # slices of 7 rows, the last of 6
+    sliced = rejection_sample(drafts, q, p, torch.Generator().manual_seed(3))
+    assert torch.equal(whole[0], sliced[0]) and torch.equal(whole[1], sliced[1])
+    assert 0 < int(whole[0].sum()) < b * k  # some drafts kept, some rejected: the comparison sees both

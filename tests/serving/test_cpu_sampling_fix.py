@@ -1,6 +1,7 @@
 """vLLM's CPU build at temperature > 0: its expand kernel leaves the float buffer unwritten (the bug
-peagle_nb.serving.cpu_sampling_fix works around), the plain-PyTorch expand has vLLM's semantics, and with the fix a
-sampled run at a temperature near 0 accepts about as much as greedy (as shipped it accepts almost nothing)."""
+peagle_nb.serving.cpu_sampling_fix works around), the plain-PyTorch expand has vLLM's semantics, and the sweep's
+sampled runs near temperature 0 accept drafts with the fix and almost none without it (notebook 05's test compares
+both with greedy)."""
 
 from __future__ import annotations
 
@@ -41,33 +42,35 @@ def test_the_probe_finds_the_cpu_kernel_broken_and_install_is_reversible():
 
 
 @pytest.mark.slow
-def test_sampled_acceptance_near_temperature_zero_matches_greedy_only_with_the_fix(tiny_models, prompt_ids):
+def test_the_sweep_samples_near_temperature_zero_with_the_fix_and_without_it_on_request(tiny_models, prompt_ids):
+    # The same head at greedy beside both (fixed: about greedy's acceptance; as shipped: almost none) is notebook
+    # 05's sampling-fix cell, asserted by tests/notebooks/test_05_serve_peagle_in_vllm.py. Here: the sweep's
+    # fix_cpu_sampling switch reaches the engine, each run records it, and torch works again after the engines.
     from peagle_nb.lab.sweeps import vllm_sweep as sweep
 
     if not tiny_models.trained:
         pytest.skip("needs the trained heads: random heads get nothing accepted either way")
     heads = {"eagle3": str(tiny_models.eagle3)}
     sets = {"prose": prompt_ids}
-    greedy = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None)[0]
     fixed = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None,
-                                  temperature=0.01, seed=0)[0]
+                                  temperature=0.01, seed=0)
     try:
         shipped = sweep.acceptance_runs(str(tiny_models.target), heads, sets, 7, 24, log=lambda *_: None,
-                                        temperature=0.01, seed=0, fix_cpu_sampling=False)[0]
+                                        temperature=0.01, seed=0, fix_cpu_sampling=False)
     finally:
         cpu_sampling_fix.install()
-    assert fixed["cpu_sampling_fix"] is True
+    assert [r["method"] for r in fixed] == [r["method"] for r in shipped] == ["eagle3"]  # no plain engine to compare
+    fixed, shipped = fixed[0], shipped[0]
+    assert fixed["cpu_sampling_fix"] is True and fixed["lossless"] is None and fixed["temperature"] == 0.01
     # vLLM's CPU worker disables torch.set_num_threads in its process; once its engines are closed it works again
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     assert torch.get_num_threads() == 1
     torch.set_num_threads(before)
-    # at T=0.01 the target's distribution is nearly one-hot: sampled acceptance is about greedy acceptance
-    # (not equal: near-ties are sampled, so the continuations part ways; a few short prompts are noisy)
-    assert fixed["tau"] - 1 > 0.7 * (greedy["tau"] - 1), (fixed["tau"], greedy["tau"])
-    if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: most drafts rejected (measured ~0.1 of greedy)
+    assert fixed["tau"] > 1.5  # at T=0.01 nearly greedy: the trained head gets drafts accepted (~2.5 measured)
+    if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: almost every draft rejected (measured ~1.01)
         assert shipped["cpu_sampling_fix"] is False
-        assert shipped["tau"] - 1 < 0.35 * (greedy["tau"] - 1), (shipped["tau"], greedy["tau"])
+        assert shipped["tau"] - 1 < 0.35 * (fixed["tau"] - 1), (shipped["tau"], fixed["tau"])
 
 
 def test_each_request_gets_its_own_seed_and_too_many_prompts_are_refused():

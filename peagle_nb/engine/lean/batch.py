@@ -52,6 +52,15 @@ def batch_bucket(n: int) -> int:
                      f"(BATCH_BUCKETS). Fix: split the prompts into batches of {BATCH_BUCKETS[-1]} or fewer")
 
 
+def batched_twin(decoder, max_batch: int = 8) -> BatchLeanDecoder | None:
+    """The batched engine on a single-request lean decoder's models and settings: it gives every request exactly the
+    tokens and accepted counts that decoder gives it alone (tests/engine/test_batch_engine.py), several requests per
+    step. None for any other decoder (the reference engine, a batched one) and for a lean decoder with hand-set
+    placeholders or prefill padding."""
+    args = getattr(decoder, "twin_args", None)
+    return None if args is None else BatchLeanDecoder(**args, max_batch=max_batch)
+
+
 @dataclass
 class BatchResult:
     """One ``generate`` of a batch: each request's own result (tokens, steps with its accepted counts; a step's
@@ -87,6 +96,7 @@ class BatchLeanDecoder(LeanDecoder):
         self.bucket = batch_bucket(max_batch)
         super().__init__(target, tokenizer, head, method, k, use_graphs=use_graphs, builder=builder,
                          draft_sampling=draft_sampling, sampler=sampler, pad_prefill=None)
+        self.twin_args = None  # batched already
         # several prompts in one prefill pass on a GPU; on a CPU, PyTorch's attention over ragged rows would mask
         # every request's slots for every row, so there they go one by one (tests set it to check both paths)
         self.prefill_together = self.device.type == "cuda"

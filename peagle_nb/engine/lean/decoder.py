@@ -76,6 +76,10 @@ class LeanDecoder:
                  use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
                  sampler: str = "fused", pad_prefill: bool | None = None):
         checks.check_method(method, head)
+        # what `batch.batched_twin` builds this decoder's batched twin from; None where it has no such settings
+        self.twin_args = None if mask_hidden is not None or mask_token_id is not None or pad_prefill is not None \
+            else {"target": target, "tokenizer": tokenizer, "head": head, "method": method, "k": k,
+                  "use_graphs": use_graphs, "builder": builder, "draft_sampling": draft_sampling, "sampler": sampler}
         if builder not in ("fused", "eager"):
             raise ValueError(f"builder must be 'fused' or 'eager', got {builder!r}")
         if sampler not in ("fused", "reference"):

@@ -222,7 +222,8 @@ def acceptance_runs(target: str, heads: dict[str, str], prompt_sets: dict[str, S
     from peagle_nb.serving.metrics import delta as _delta
 
     runs, reference = [], {}
-    for method in ("none", *heads):
+    # the plain engine only gives greedy runs their lossless reference: sampled runs have none to compare
+    for method in ("none", *heads) if temperature <= 0 else heads:
         spec = (None if method == "none"
                 else speculative_config(heads[method], k, parallel_drafting=(method == "peagle")))
         if spec is not None:

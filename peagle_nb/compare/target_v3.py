@@ -34,17 +34,22 @@ def bits_per_byte_rows(v3_log: Mapping, tiny_log: Mapping, tiny_on_v3: Mapping |
     return rows
 
 
-def loop_rows(v3_log: Mapping, tiny_log: Mapping | None = None) -> list[dict]:
+def loop_rows(v3_log: Mapping, tiny_log: Mapping | None = None, v3_same_check: Mapping | None = None) -> list[dict]:
     """Per prompt set: the share of the v3 target's greedy and sampled (T=1) continuations inside a repeated 8-gram
-    (and the tiny target's where its log has them), and whether greedy meets ``LOOP_SHARE_GOAL``."""
+    (its training log's check), whether greedy meets ``LOOP_SHARE_GOAL``, and, where given, the tiny target's greedy
+    share and the v3 target's measured by the very same check (``v3_same_check``: both from
+    ``lab.benchmarks.heldout_v3`` on one machine, so the two targets are compared like with like)."""
     tiny_cont = (tiny_log or {}).get("continuations", {})
+    same_cont = (v3_same_check or {}).get("continuations", {})
     rows = []
     for name, r in v3_log["continuations"].items():
         greedy = r["greedy"]["repetition_fraction"]
         row = {"prompt set": name, "new tokens": r["max_new_tokens"], "greedy repeated": greedy,
                "sampled repeated": r["sampled"]["repetition_fraction"], "meets goal": greedy <= LOOP_SHARE_GOAL}
+        if name in same_cont:
+            row["v3 greedy repeated, same check"] = same_cont[name]["greedy"]["repetition_fraction"]
         if name in tiny_cont:
-            row["tiny greedy repeated"] = tiny_cont[name]["greedy"]["repetition_fraction"]
+            row["tiny greedy repeated, same check"] = tiny_cont[name]["greedy"]["repetition_fraction"]
         rows.append(row)
     return rows
 

@@ -30,9 +30,10 @@ def test_ratios_and_goals_on_both_held_out_sets():
 
 
 def test_loop_rows_hold_greedy_to_the_goal_and_show_the_tiny_target_beside():
-    rows = target_v3.loop_rows(_log({}, greedy=0.9), _log({}, greedy=0.8))
+    rows = target_v3.loop_rows(_log({}, greedy=0.9), _log({}, greedy=0.8), _log({}, greedy=0.85))
     assert rows == [{"prompt set": "prose", "new tokens": 256, "greedy repeated": 0.9, "sampled repeated": 0.02,
-                     "meets goal": False, "tiny greedy repeated": 0.8}]
+                     "meets goal": False, "v3 greedy repeated, same check": 0.85,
+                     "tiny greedy repeated, same check": 0.8}]
     assert target_v3.loop_rows(_log({}, greedy=0.1))[0]["meets goal"] is True
 
 

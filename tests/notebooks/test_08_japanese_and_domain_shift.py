@@ -146,13 +146,19 @@ def test_recorded_v3_target_is_held_to_its_goals_from_the_files(rec):
     assert ratio["v1", "code"] < min(ratio["v1", "prose"], ratio["v1", "ja"])  # on v1's, code moved most
     assert rec["family_v3.prose_shakespeare_share"]["train"] < 0.15  # the plays are a small share of v3's prose
     assert log["train_tokens"]["ja"] / sum(log["train_tokens"].values()) < 0.02
-    loops = target_v3.loop_rows(log, tiny_on_v3)
+    v3_cpu = json.loads((folder / "v3_target_on_cpu.json").read_text())
+    assert rec["family_v3.cpu_check_weights_match"] is True  # the CPU check ran the weights the card names
+    loops = target_v3.loop_rows(log, tiny_on_v3, v3_cpu)
     assert rec["family_v3.recorded.loop_goal_met"] is all(r["meets goal"] for r in loops)
     for r in loops:
         assert rec[f"family_v3.recorded.greedy_repeated.{r['prompt set']}"] == pytest.approx(r["greedy repeated"],
                                                                                               abs=1e-3)
         assert r["sampled repeated"] < 0.1 < r["greedy repeated"]  # greedy loops, sampled text hardly repeats
-        assert r["greedy repeated"] > r["tiny greedy repeated"]  # more than the tiny target's
+    same = {r["prompt set"]: (r["v3 greedy repeated, same check"], r["tiny greedy repeated, same check"])
+            for r in loops}
+    assert same["prose"][0] > same["prose"][1] and same["code"][0] > same["code"][1]  # more on prose and code,
+    assert same["ja"][0] < same["ja"][1]  # less on Japanese
+    assert all(v3 > 0.5 and tiny > 0.5 for v3, tiny in same.values())  # "about as much": both far past the goal
     facts = target_v3.training_facts(log)
     assert facts["train_seconds"] <= 900 and facts["device"] == "NVIDIA H200"
     assert rec["family_v3.recorded.h200_peak_share"] == pytest.approx(facts["h200_peak_share"], abs=1e-3)

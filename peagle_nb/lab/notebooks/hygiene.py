@@ -92,6 +92,7 @@ ALLOWED_FIGURES: dict[str, dict[str, str]] = {
                                            "0.2": "COD floor r_min (recipe constant)"},
     "05_serve_peagle_in_vllm.ipynb": {"0.01": "a temperature the text names (an input, not a result)"},
     "06_deploy_to_sagemaker_ai.ipynb": {"1.41": "ml.g5.xlarge's hourly price in peagle_nb/sagemaker/instances.py"},
+    "08_japanese_and_domain_shift.ipynb": {"0.7": "family v3's bits-per-byte goal (compare.target_v3.BPB_RATIO_GOAL)"},
 }
 
 

@@ -66,11 +66,11 @@ def training_facts(v3_log: Mapping) -> dict:
     tokens_per_s = v3_log["tokens_seen"] / v3_log["train_seconds"]
     per_token = training_flops_per_token(v3_log["params"], v3_log["layers"], v3_log["config"]["seq_len"],
                                          v3_log["hidden_size"])
-    return {"model_tflops_per_s": per_token * tokens_per_s / 1e12,
-            "h200_peak_share": per_token * tokens_per_s / 1e12 / H200_DENSE_BF16_TFLOPS,
+    tflops = per_token * tokens_per_s / 1e12
+    return {"model_tflops_per_s": tflops, "h200_peak_share": tflops / H200_DENSE_BF16_TFLOPS,
             "layers": v3_log["layers"], "hidden_size": v3_log["hidden_size"], "params_m": v3_log["params"] / 1e6,
             "tokens_seen_m": v3_log["tokens_seen"] / 1e6, "train_seconds": v3_log["train_seconds"],
-            "tokens_per_s": v3_log["tokens_seen"] / v3_log["train_seconds"], "steps": v3_log["steps_run"],
+            "tokens_per_s": tokens_per_s, "steps": v3_log["steps_run"],
             "best_step": v3_log["best_step"], "device": v3_log["device"],
             "train_tokens_m": {d: n / 1e6 for d, n in v3_log["train_tokens"].items()},
             "domain_sampling": v3_log.get("domain_sampling")}

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from peagle_nb.files import paths
+from peagle_nb.models.checksums import file_sha256
 from peagle_nb.text import corpus_v3
 from peagle_nb.training.target import measure_heldout
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no target at {args.target}: give a model folder with --target")
     doc = {"generator": "python -m peagle_nb.lab.benchmarks.heldout_v3 " + " ".join(argv),
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "corpus_v3_manifest_sha256": corpus_v3._sha256_file(corpus_v3.manifest_path()),
+           "corpus_v3_manifest_sha256": file_sha256(corpus_v3.manifest_path()),
            **measure(args.target, args.windows, args.seq_len), "prose_sources": prose_sources()}
     if args.continuations:
         doc["continuations"] = continuations(args.target, args.continuations, args.continuation_tokens)

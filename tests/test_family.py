@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -154,3 +155,21 @@ def test_determinism_command_compares_two_identical_runs(tmp_path):
     assert set(doc["runs"]) == {"run_a", "run_b"} and doc["exit_codes"] == {"run_a": 0, "run_b": 0}
     # on a CPU, same seed and threads: bit-identical (the GPU answer is recorded in the family v3 card)
     assert doc["weights_identical"] and doc["losses_identical"] and doc["heldout_loss_max_abs_difference"] == 0
+
+
+def test_child_env_replaces_a_kernels_link_left_by_another_checkout(tmp_path):
+    # A scratch folder outlives checkouts: its link may point at a deleted one (CI failed on exactly this).
+    shim = tmp_path / "pyshim"
+    shim.mkdir()
+    (shim / "peagle_kernels").symlink_to(tmp_path / "deleted-checkout" / "kernels", target_is_directory=True)
+    env = family.child_env(tmp_path)
+    assert (shim / "peagle_kernels").resolve() == (paths.repo_root() / "kernels").resolve()
+    assert str(shim) in env["PYTHONPATH"].split(os.pathsep)
+    family.child_env(tmp_path)  # a second call keeps the right link
+    assert [p.name for p in shim.iterdir()] == ["peagle_kernels"]
+
+
+def test_the_v3_redirect_builds_its_shim_in_the_work_folder_named():
+    assert family._work_of(["heads", "--work", "/x/w"]) == Path("/x/w")
+    assert family._work_of(["all", "--work=/y"]) == Path("/y")
+    assert family._work_of(["all"]) == Path("/tmp/peagle-family")

@@ -70,9 +70,13 @@ def child_env(work: Path) -> dict:
     even where the ``kernels/`` folder is not installed (a plain copy of the repository)."""
     shim = work / "pyshim"
     shim.mkdir(parents=True, exist_ok=True)
-    link = shim / "peagle_kernels"
-    if not link.exists():
-        link.symlink_to(paths.repo_root() / "kernels", target_is_directory=True)
+    link, kernels = shim / "peagle_kernels", paths.repo_root() / "kernels"
+    if not (link.is_symlink() and Path(os.readlink(link)) == kernels):
+        # A link left by another checkout (possibly deleted since) is replaced atomically, never reused.
+        tmp = shim / f".peagle_kernels.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(kernels, target_is_directory=True)
+        os.replace(tmp, link)
     if str(shim) not in sys.path:
         sys.path.insert(0, str(shim))
     env = dict(os.environ)
@@ -642,13 +646,23 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _work_of(argv: list[str]) -> Path:
+    """The ``--work`` folder named on the command line (``--work X`` or ``--work=X``), else the default."""
+    for i, a in enumerate(argv):
+        if a == "--work" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if a.startswith("--work="):
+            return Path(a.split("=", 1)[1])
+    return Path("/tmp/peagle-family")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["heads"], ["all"]) and _family_of(argv) == "v3":
         # family v3's heads live in their own module, which builds on this one: run it as a child process
         v3_args = [a for i, a in enumerate(argv) if not _is_family_flag(argv, i)]
         return subprocess.call([sys.executable, "-m", "peagle_nb.lab.training_runs.family_v3", *v3_args],
-                               cwd=paths.repo_root(), env=child_env(Path("/tmp/peagle-family")))
+                               cwd=paths.repo_root(), env=child_env(_work_of(argv)))
     if argv[:1] == ["all"]:
         raise SystemExit("`all` (the target, then the heads, in one command) is family v3's: add --family v3. "
                          "The tiny family: `target`, then `heads`")

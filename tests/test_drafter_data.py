@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from peagle_nb.training.drafter_data import (DrafterData, build_drafter_data, corpus_prompts, describe_decoding,
-                                             generate, without_domains)
+                                             generate, sample_prompt_ids_batched, without_domains)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,23 @@ def test_corpus_prompts_take_the_same_number_from_each_domain(tiny):
     assert only == [0] * 4
     with pytest.raises(ValueError, match="no corpus domain"):
         corpus_prompts(tok, 4, (8,), domains=())
+
+
+def test_batched_prompt_sampler_is_reproducible_and_cuts_windows_of_the_documents(tiny):
+    from peagle_nb.text.corpus import load_documents
+
+    _, tok = tiny
+    docs = load_documents("code", "train")[:50]
+    prompts = sample_prompt_ids_batched(tok, docs, 40, (8, 12), seed=1, block=16)  # several blocks
+    assert len(prompts) == 40 and {len(p) for p in prompts} == {8, 12}
+    assert all(torch.equal(a, b) for a, b in zip(prompts, sample_prompt_ids_batched(tok, docs, 40, (8, 12), seed=1,
+                                                                                     block=16)))
+    assert not all(torch.equal(a, b) for a, b in zip(prompts, sample_prompt_ids_batched(tok, docs, 40, (8, 12),
+                                                                                         seed=2, block=16)))
+    text = "".join(docs)
+    assert all(tok.decode(p) in text or len(tok.decode(p)) < 4 for p in prompts[:10])  # cut from the documents
+    with pytest.raises(ValueError, match="longer than 200 characters"):
+        sample_prompt_ids_batched(tok, ["short"], 1, (8,))
 
 
 def test_sampled_continuations_by_default(tiny):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from peagle_nb.models.target import default_path as default_target_path
 from peagle_nb.text.corpus import DOMAINS
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import DrafterData, build_drafter_data, corpus_prompts
@@ -27,6 +28,22 @@ def data_key(cfg: DrafterTrainConfig, target) -> dict:
             "target": str(cfg.target), **({"corpus": cfg.corpus} if cfg.corpus != "v1" else {})}
 
 
+def draw_prompts(cfg: DrafterTrainConfig, tokenizer=None) -> tuple[list[torch.Tensor], list[int]]:
+    """The run's prompts and their domain labels: from ``cfg.prompts_file`` (checked against this run's options and
+    tokenizer), else cut from the corpus's train split."""
+    from peagle_nb.training.prompt_file import load_prompts, prompts_key
+
+    folder = Path(cfg.target) if cfg.target else default_target_path()
+    if cfg.prompts_file:
+        return load_prompts(cfg.prompts_file, prompts_key(cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS,
+                                                          cfg.corpus, folder / "tokenizer.json"))
+    if tokenizer is None:
+        from transformers import PreTrainedTokenizerFast
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    return corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS, cfg.corpus)
+
+
 def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, dict]:
     """Self-distillation data: reuse this process's last build or read ``cfg.data_cache`` if either matches
     this configuration, else build (and save to ``cfg.data_cache``)."""
@@ -42,12 +59,16 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
             log_line(f"drafter data: reusing {cfg.data_cache}")
             return DrafterData(**blob["data"]), blob["info"]
         log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
-    prompts, labels = corpus_prompts(tokenizer, cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS, cfg.corpus)
     t0 = time.time()
+    prompts, labels = draw_prompts(cfg, tokenizer)
+    log_line(f"drafter data: {len(prompts):,} prompts in {time.time() - t0:.1f} s"
+             + (f" (read from {cfg.prompts_file})" if cfg.prompts_file else ""))
     gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
+    generator = cfg.generator or ("lean" if target.device.type == "cuda" else "transformers")
     data, info = build_drafter_data(target, prompts, cfg.seq_len, cfg.draft_vocab_size,
                                     greedy_fraction=cfg.greedy_fraction, temperature=cfg.sample_temperature,
-                                    seed=cfg.seed, domain=labels, domains=DOMAINS, gen_batch=gen_batch, log=log_line)
+                                    seed=cfg.seed, domain=labels, domains=DOMAINS, gen_batch=gen_batch, log=log_line,
+                                    generator=generator)
     info["build_seconds"] = round(time.time() - t0, 1)
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()

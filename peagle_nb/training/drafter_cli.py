@@ -66,6 +66,12 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
                    help="train without this corpus domain's sequences (repeatable; e.g. ja)")
     p.add_argument("--gen-batch", type=int, default=None,
                    help="continuations generated at once (default 4096 on CUDA, 64 on a CPU)")
+    p.add_argument("--generator", choices=["lean", "transformers"], default=None,
+                   help="what decodes the continuations: the lean engine's static cache (default on CUDA) or the "
+                        "transformers loop (default on a CPU); the same tokens, the lean one faster")
+    p.add_argument("--prompts", type=Path, default=None,
+                   help="prompts drawn beforehand (`python -m peagle_nb.lab.training_runs.family_v3 prompts`): "
+                        "a machine without the corpus builds the data from them")
     p.add_argument("--data-cache", type=Path, default=None, help="save/reuse the generated data here")
     p.add_argument("--data-only", action="store_true",
                    help="only build the self-distillation data into --data-cache (to share it between runs)")
@@ -98,6 +104,7 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "eval_prompts": args.eval_prompts, "eval_max_new_tokens": args.eval_max_new_tokens, "seed": args.seed,
                  "intermediate_size": args.intermediate_size, "greedy_fraction": args.greedy_fraction,
                  "sample_temperature": args.sample_temperature, "gen_batch": args.gen_batch,
+                 "generator": args.generator, "prompts_file": args.prompts,
                  "exclude_domains": tuple(args.exclude_domain) if args.exclude_domain else None,
                  "init_from": args.init_from, "val_prompts": args.val_prompts,
                  "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None),

@@ -36,7 +36,9 @@ class DrafterTrainConfig:
     corpus: str = "v1"  # where the prompts come from: "v1" (committed) or "v3" (data/corpus/v3, family v3)
     mask_hidden: str = "learned"  # P-EAGLE: "learned" or "zeros" (held at zero: the ablation of notebook 03)
     gen_batch: int | None = None  # sequences generated at once (default: 4096 on CUDA, 64 on CPU)
+    generator: str | None = None  # "lean" (static cache, CUDA graphs) or "transformers"; default lean on CUDA
     data_cache: Path | None = None
+    prompts_file: Path | None = None  # the prompts drawn beforehand (``training.prompt_file``), instead of the corpus
     init_from: Path | None = None  # continue training this exported head (same shapes)
     val_prompts: int = 0  # per domain: new corpus-train prompts measured after training (0: none)
     eval_prompts: int | None = None  # per held-out set; None = all
@@ -65,10 +67,15 @@ class DrafterTrainConfig:
             problems.append(f"--greedy-fraction {self.greedy_fraction} must be in [0, 1]")
         if not (0.0 < self.cod_r <= 1.0 and 0.0 < self.cod_r_min <= 1.0):
             problems.append(f"--cod-r {self.cod_r} and --cod-r-min {self.cod_r_min} must be in (0, 1]")
+        if self.generator not in (None, "lean", "transformers"):
+            problems.append(f"--generator {self.generator}: use lean or transformers")
         if self.corpus not in ("v1", "v3"):
             problems.append(f"--corpus {self.corpus}: use v1 or v3")
         if self.mask_hidden not in ("learned", "zeros") or (self.mask_hidden == "zeros" and self.kind != "peagle"):
             problems.append(f"--mask-hidden {self.mask_hidden}: learned or zeros, and zeros only for a P-EAGLE head")
+        if self.prompts_file is not None and not Path(self.prompts_file).is_file():
+            problems.append(f"--prompts {self.prompts_file} is not a file: write it with `python -m "
+                            f"peagle_nb.lab.training_runs.family_v3 prompts --out FILE`, or leave --prompts out")
         if self.init_from is not None and not (Path(self.init_from) / "config.json").is_file():
             problems.append(f"--init-from {self.init_from} is not a head folder (no config.json); pass the --out "
                             f"folder of an earlier run")

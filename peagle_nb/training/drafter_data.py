@@ -19,6 +19,7 @@ stays small: 2 KB per 256-token sequence, where cached bf16 features and logits 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -100,6 +101,34 @@ def sample_prompt_ids(tokenizer, documents: list[str], n: int, lengths: tuple[in
     return out
 
 
+def sample_prompt_ids_batched(tokenizer, documents: list[str], n: int, lengths: tuple[int, ...], seed: int = 0,
+                              window_chars: int = 400, block: int = 4096) -> list[torch.Tensor]:
+    """:func:`sample_prompt_ids` with the windows tokenized ``block`` at a time (one batched, multi-threaded call
+    each): family v3 draws 327,680 prompts, and one tokenizer call per window took minutes of a GPU session. Every
+    random choice of a window (document, start, length, offset as a fraction) is drawn before it is tokenized, so the
+    prompts differ from :func:`sample_prompt_ids`' (kept for corpus v1: the shipped heads' data) but are as random and
+    as reproducible. 400-character windows (about 120-240 tokens, for prompts of at most 48) tokenize 2.5x faster
+    than 1,200 (measured on corpus v3's three train splits)."""
+    rng = random.Random(seed)
+    docs = [d for d in documents if len(d) > 200]
+    if not docs:
+        raise ValueError("no training document longer than 200 characters to draw prompts from")
+    out: list[torch.Tensor] = []
+    while len(out) < n:
+        picks = []
+        for _ in range(min(block, max(16, 2 * (n - len(out))))):
+            doc = rng.choice(docs)
+            start = rng.randrange(0, max(1, len(doc) - window_chars))
+            picks.append((doc[start:start + window_chars], rng.choice(lengths), rng.random()))
+        encoded = tokenizer([w for w, _, _ in picks], add_special_tokens=False)["input_ids"]
+        for ids, (_, length, u) in zip(encoded, picks):
+            if len(ids) < length + 2 or len(out) == n:
+                continue
+            off = 1 + int(u * (len(ids) - length - 1))  # 1 .. len - length - 1: skip the first (possibly cut) token
+            out.append(torch.tensor(ids[off:off + length], dtype=torch.long))
+    return out
+
+
 def corpus_prompts(tokenizer, n: int, lengths: tuple[int, ...], seed: int = 0,
                    domains: tuple[str, ...] = DOMAINS, corpus: str = "v1") -> tuple[list[torch.Tensor], list[int]]:
     """``n`` prompts from the train split of ``corpus`` ("v1", or "v3": ``peagle_nb.text.corpus_v3``), the same number
@@ -110,14 +139,14 @@ def corpus_prompts(tokenizer, n: int, lengths: tuple[int, ...], seed: int = 0,
     if corpus == "v3":
         from peagle_nb.text import corpus_v3
 
-        read = corpus_v3.load_documents
+        read, sample = corpus_v3.load_documents, sample_prompt_ids_batched
     else:
-        read = load_documents
+        read, sample = load_documents, sample_prompt_ids
     prompts: list[torch.Tensor] = []
     labels: list[int] = []
     for i, domain in enumerate(domains):
         count = n // len(domains) + (1 if i < n % len(domains) else 0)
-        prompts += sample_prompt_ids(tokenizer, read(domain, "train"), count, lengths, seed=seed + i)
+        prompts += sample(tokenizer, read(domain, "train"), count, lengths, seed=seed + i)
         labels += [i] * count
     order = torch.randperm(len(prompts), generator=torch.Generator().manual_seed(seed)).tolist()
     return [prompts[i] for i in order], [labels[i] for i in order]
@@ -213,20 +242,31 @@ def build_drafter_data(target, prompts: list[torch.Tensor], total_len: int, draf
                        greedy_fraction: float = DEFAULT_GREEDY_FRACTION,
                        temperature: float = DEFAULT_SAMPLE_TEMPERATURE, seed: int = 0, gen_batch: int = 256,
                        domain: list[int] | None = None, domains: tuple[str, ...] = (),
-                       log=print) -> tuple[DrafterData, dict]:
+                       log=print, generator: str = "transformers") -> tuple[DrafterData, dict]:
     """Regenerate continuations with the target (the first ``greedy_fraction`` of the prompts greedily, the
     rest sampled at ``temperature``) and pick the draft vocabulary from their token counts. ``domain`` /
-    ``domains`` label each prompt's corpus domain (kept with the data, reported per domain)."""
+    ``domains`` label each prompt's corpus domain (kept with the data, reported per domain). ``generator``:
+    "transformers" (:func:`generate`) or "lean" (``lean_generate.generate_lean``: the same tokens, faster)."""
     if not 0.0 <= greedy_fraction <= 1.0:
         raise ValueError(f"greedy_fraction must be in [0, 1], got {greedy_fraction}")
     if greedy_fraction < 1.0 and temperature <= 0:
         raise ValueError(f"sampled continuations need a temperature > 0, got {temperature}")
+    if generator == "lean":
+        from peagle_nb.training.lean_generate import generate_lean
+
+        run = lambda ps, t, s: generate_lean(target, ps, total_len, t, s, gen_batch, log=log)  # noqa: E731
+    elif generator == "transformers":
+        run = lambda ps, t, s: generate(target, ps, total_len, t, s, gen_batch)  # noqa: E731
+    else:
+        raise ValueError(f"generator {generator!r}: use 'lean' or 'transformers'")
     n_greedy = int(round(len(prompts) * greedy_fraction))
+    t0 = time.perf_counter()
     tokens = torch.cat([
-        generate(target, prompts[:n_greedy], total_len, 0.0, seed, gen_batch),
-        generate(target, prompts[n_greedy:], total_len, temperature, seed + 1, gen_batch)
+        run(prompts[:n_greedy], 0.0, seed) if n_greedy else torch.empty(0, total_len, dtype=torch.long),
+        run(prompts[n_greedy:], temperature, seed + 1)
         if n_greedy < len(prompts) else torch.empty(0, total_len, dtype=torch.long),
     ])
+    generate_s = time.perf_counter() - t0
     prompt_len = torch.tensor([len(p) for p in prompts])
     data = DrafterData(tokens, prompt_len, torch.empty(0, dtype=torch.long),
                        torch.tensor(domain) if domain is not None else None, tuple(domains))
@@ -235,7 +275,8 @@ def build_drafter_data(target, prompts: list[torch.Tensor], total_len: int, draf
     info = {"n_sequences": len(prompts), "seq_len": total_len, "n_greedy": n_greedy,
             "sample_temperature": temperature,
             "decoding": describe_decoding(n_greedy, len(prompts), temperature),
-            "generated_tokens": int(counts.sum()),
+            "generated_tokens": int(counts.sum()), "generator": generator,
+            "generate_seconds": round(generate_s, 1),
             "draft_vocab_size": draft_vocab_size, "draft_vocab_coverage": coverage(counts, data.draft_ids),
             "distinct_generated_tokens": int((counts > 0).sum()), **data_profile(data)}
     log(f"drafter data: {info}")

@@ -5,7 +5,12 @@
     python -m peagle_nb.lab.training_runs.family heads --family v3 --target data/models/v3-target --out $OUT
     python -m peagle_nb.lab.training_runs.family all --family v3 --smoke --out DIR --work DIR2  # CPU, ~2 minutes
 
-(``python -m peagle_nb.lab.training_runs.family_v3 all|heads`` is the same command.) Defaults: ``--rungs 1 3 10
+    python -m peagle_nb.lab.training_runs.family_v3 prompts --target data/models/v3-target --out prompts.pt.gz
+    python -m peagle_nb.lab.training_runs.family heads --family v3 --prompts prompts.pt.gz ...  # no corpus needed
+
+(``python -m peagle_nb.lab.training_runs.family_v3 all|heads`` is the same command.) ``prompts`` draws the heads'
+prompts where corpus v3 is (the default 327,680 are a two-part carry to a GPU machine; the corpus's train split is
+seven). Defaults: ``--rungs 1 3 10
 --base-steps 2000 --ablation-rung 3 --ablations 2layers nocod zeros --batch-size 64 --sample-temperature 1
 --n-sequences 327680 --time-budget-s 600`` (per head, shrunk to what the deadline leaves) ``--gen-batch`` 4096 on
 CUDA. How long the data and each rung take on an H200 is measured by the first run (its summary records
@@ -167,7 +172,9 @@ def heads_command(args: argparse.Namespace) -> int:
               "--draft-vocab-size", str(vd), "--seed", str(args.seed), "--corpus", "v3",
               "--sample-temperature", f"{args.sample_temperature:g}"]
     common += ["--smoke"] if args.smoke else ["--n-sequences", str(args.n_sequences)]
+    common += ["--prompts", str(args.prompts)] if args.prompts else []
     gen = ["--gen-batch", str(args.gen_batch)] if args.gen_batch else []
+    gen += ["--generator", args.generator] if args.generator else []
     logs = [work / "heads" / "data.log"]
     summary: dict = {"command": HEADS_COMMAND + (" --smoke" if args.smoke else ""), "target": str(target),
                      "target_weights_sha256": family.weights_sha256(target), "draft_vocab_size": vd,
@@ -210,6 +217,30 @@ def heads_command(args: argparse.Namespace) -> int:
     finally:
         family._write_summary(summary, clock, logs, out / "family_heads")
     family.log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return 0
+
+
+def prompts_command(args: argparse.Namespace) -> int:
+    """Draw the heads' prompts from corpus v3's train split into one file (``training.prompt_file``), on a machine
+    that has the corpus; ``heads --prompts FILE`` then needs only the target, not the corpus."""
+    from transformers import PreTrainedTokenizerFast
+
+    from peagle_nb.text.corpus import DOMAINS
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
+    from peagle_nb.training.drafter_data import corpus_prompts
+    from peagle_nb.training.prompt_file import prompts_key, save_prompts
+
+    target = Path(args.target) if args.target else paths.models_dir() / family.V3_TARGET_NAME
+    if not (target / "tokenizer.json").is_file():
+        raise SystemExit(f"no tokenizer at {target}/tokenizer.json. Fix: --target the v3 target's folder (the prompts "
+                         f"are its tokenizer's ids)")
+    lengths = DrafterTrainConfig.__dataclass_fields__["prompt_lengths"].default
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(target))
+    prompts, labels = corpus_prompts(tokenizer, args.n_sequences, lengths, args.seed, DOMAINS, "v3")
+    key = prompts_key(args.n_sequences, lengths, args.seed, DOMAINS, "v3", target / "tokenizer.json")
+    written = save_prompts(args.out, key, prompts, labels)
+    family.log_line(f"{len(prompts):,} prompts ({sum(map(len, prompts)):,} tokens) -> {written['path']}: "
+                    f"{written['bytes'] / 2 ** 20:.1f} MiB, sha256 {written['sha256'][:16]}")
     return 0
 
 
@@ -265,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     heads = sub.add_parser("heads", help="drafter data once, then the ladder and the ablations side by side")
     everything = sub.add_parser("all", help="the v3 target (command A), then the heads, in one command")
+    prompts = sub.add_parser("prompts", help="draw the heads' prompts from corpus v3 into one file (for --prompts)")
+    prompts.add_argument("--target", type=Path, default=None, help="the target whose tokenizer cuts them (default "
+                                                                    "data/models/v3-target)")
+    prompts.add_argument("--out", type=Path, required=True, help="the prompts file to write (.pt.gz)")
+    prompts.add_argument("--n-sequences", type=int, default=10 * TINY_HEAD_SEQUENCES)
+    prompts.add_argument("--seed", type=int, default=0)
     heads.add_argument("--target", type=Path, default=None, help="default data/models/v3-target")
     everything.add_argument("--target-deadline-s", type=float, default=None, help="the target step (default 900 s)")
     everything.add_argument("--target-width", type=int, default=None, help="the target's hidden size (default 256)")
@@ -299,13 +336,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--eval-reserve-s", type=float, default=None,
                        help="seconds kept after each head's training for its own acceptance measurement "
                             "(default 90; 30 with --smoke)")
+        p.add_argument("--generator", choices=["lean", "transformers"], default=None,
+                       help="what decodes the data's continuations (default: lean on CUDA, transformers on a CPU)")
         p.add_argument("--val-prompts", type=int, default=16, help="validation prompts per domain")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--prompts", type=Path, default=None,
+                       help="the heads' prompts drawn beforehand (`prompts`): no corpus needed for the heads")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "prompts":
+        return prompts_command(args)
     if args.rungs is None:  # smoke: five heads on a CPU, not nine
         args.rungs = [1] if args.smoke else [1, 3, 10]
     if args.ablation_rung is None:

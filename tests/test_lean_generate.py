@@ -52,3 +52,20 @@ def test_bad_input_is_named(shipped):
         generate_lean(target, prompts, target.config.max_position_embeddings + 1)
     with pytest.raises(ValueError, match="needs the target on a CUDA device"):
         generate_lean(target, prompts, 20, use_graphs=True)
+
+
+def test_the_benchmark_times_both_generators_in_one_run_and_compares_their_rows(tmp_path):
+    import json
+
+    from peagle_nb.lab.benchmarks import generate_bench
+
+    out = tmp_path / "g.json"
+    assert generate_bench.main(["--n", "3", "--gen-batch", "2", "--total-len", "52", "--repeats", "2",
+                                "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["repeats"]) == 2 and 3 * (52 - 48) <= doc["new_tokens"] <= 3 * (52 - 16)
+    assert all(r["equal_rows"] == 3 and r["speedup"] > 0 for r in doc["repeats"])
+    assert doc["speedup"]["p10"] <= doc["speedup"]["median"] <= doc["speedup"]["p90"]
+    assert doc["weights_sha256"] and doc["machine"]["device"] == "cpu"
+    with pytest.raises(SystemExit, match="--total-len above 48"):
+        generate_bench.main(["--total-len", "40", "--out", str(out)])

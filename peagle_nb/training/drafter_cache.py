@@ -70,6 +70,10 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
                                     seed=cfg.seed, domain=labels, domains=DOMAINS, gen_batch=gen_batch, log=log_line,
                                     generator=generator)
     info["build_seconds"] = round(time.time() - t0, 1)
+    if cfg.prompts_file:  # the data is reproducible from that file (itself from the corpus, by `family_v3 prompts`)
+        from peagle_nb.models.checksums import file_sha256
+
+        info["prompts_file"] = {"name": Path(cfg.prompts_file).name, "sha256": file_sha256(Path(cfg.prompts_file))}
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()
     _MEMO.update(key=key, data=data, info=info)

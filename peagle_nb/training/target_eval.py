@@ -136,9 +136,10 @@ def greedy_samples(model, tokenizer, device, docs_by_domain: Mapping[str, Sequen
 
 @torch.no_grad()
 def continuation_report(model, tokenizer, prompt_sets: Mapping[str, Sequence[str]], max_new_tokens: int = 128,
-                        seed: int = 0) -> dict:
+                        seed: int = 0, temperatures: Sequence[float] = ()) -> dict:
     """Does the target loop? Per prompt set: the fraction of its own continuations (greedy, and sampled at
-    temperature 1) inside a repeated 8-gram (``peagle_nb.analysis.repetition``), pooled over the prompts, and the
+    temperature 1; ``temperatures`` adds modes ``"T0.7"`` and so on) inside a repeated 8-gram
+    (``peagle_nb.analysis.repetition``), pooled over the prompts, and the
     first prompt's greedy continuation as an example. Every prompt of a set is cut to the set's shortest prompt
     (its last tokens kept), so the set decodes as one batch without padding: one generation per set and mode
     instead of one per prompt (on a GPU a 32-layer target decodes token by token at launch speed)."""
@@ -153,7 +154,8 @@ def continuation_report(model, tokenizer, prompt_sets: Mapping[str, Sequence[str
         ids = [p[len(p) - common:] for p in ids]
         rec = {"prompts": len(ids), "prompt_tokens": common, "max_new_tokens": max_new_tokens}
         total_len = max(len(p) for p in ids) + max_new_tokens
-        for mode, temp in (("greedy", 0.0), ("sampled", 1.0)):
+        extra = [(f"T{t:g}", float(t)) for t in temperatures if float(t) not in (0.0, 1.0)]
+        for mode, temp in [("greedy", 0.0), ("sampled", 1.0), *extra]:
             # prompts of equal length decode together (no padding: exactly what unbatched decoding gives)
             seqs = generate(model, ids, total_len, temperature=temp, seed=seed)
             marked = total = 0

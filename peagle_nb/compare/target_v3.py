@@ -74,3 +74,27 @@ def training_facts(v3_log: Mapping) -> dict:
             "best_step": v3_log["best_step"], "device": v3_log["device"],
             "train_tokens_m": {d: n / 1e6 for d, n in v3_log["train_tokens"].items()},
             "domain_sampling": v3_log.get("domain_sampling")}
+
+
+def loop_temperature_rows(doc: Mapping) -> list[dict]:
+    """``lab.benchmarks.loops_by_temperature``'s file -> one row per target and temperature: the share of its own
+    continuations inside a repeated 8-gram on each held-out prompt set, and whether every set meets
+    ``LOOP_SHARE_GOAL``."""
+    rows = []
+    for name, r in doc["targets"].items():
+        for t, shares in r["repeated_share"].items():
+            rows.append({"target": name, "temperature": float(t), **shares,
+                         "meets goal": all(v <= LOOP_SHARE_GOAL for v in shares.values())})
+    return rows
+
+
+def coolest_fresh_temperature(doc: Mapping, target: str) -> float | None:
+    """The lowest measured temperature from which on ``target``'s own text meets ``LOOP_SHARE_GOAL`` on every set
+    (it and every hotter one measured), or None when even the hottest loops more."""
+    rows = sorted((r for r in loop_temperature_rows(doc) if r["target"] == target), key=lambda r: r["temperature"])
+    coolest = None
+    for r in reversed(rows):
+        if not r["meets goal"]:
+            break
+        coolest = r["temperature"]
+    return coolest

@@ -78,3 +78,19 @@ def test_the_tiny_target_measured_on_a_v3_held_out_split(tmp_path, monkeypatch):
     assert doc["prose_sources"]["heldout"]["shakespeare_share"] == 0.0  # the mini corpus's ids name no play
     with pytest.raises(SystemExit, match="no target"):
         heldout_v3.main(["--out", str(out), "--target", str(tmp_path)])
+
+
+def test_loop_temperature_rows_and_the_coolest_fresh_temperature():
+    from peagle_nb.compare.target_v3 import coolest_fresh_temperature, loop_temperature_rows
+
+    doc = {"targets": {"a": {"repeated_share": {"0": {"prose": 0.9, "code": 0.8}, "0.7": {"prose": 0.1, "code": 0.3},
+                                                "0.85": {"prose": 0.05, "code": 0.1}, "1": {"prose": 0.0, "code": 0.02}}},
+                       "b": {"repeated_share": {"0": {"prose": 0.1, "code": 0.1}, "0.5": {"prose": 0.2, "code": 0.0},
+                                                "1": {"prose": 0.0, "code": 0.0}}},
+                       "c": {"repeated_share": {"1": {"prose": 0.5, "code": 0.0}}}}}
+    rows = loop_temperature_rows(doc)
+    assert len(rows) == 8 and rows[1] == {"target": "a", "temperature": 0.7, "prose": 0.1, "code": 0.3,
+                                          "meets goal": False}
+    assert coolest_fresh_temperature(doc, "a") == 0.85
+    assert coolest_fresh_temperature(doc, "b") == 1.0  # 0 meets the goal but 0.5 does not: from 1 on
+    assert coolest_fresh_temperature(doc, "c") is None

@@ -163,3 +163,26 @@ def test_recorded_v3_target_is_held_to_its_goals_from_the_files(rec):
     assert facts["train_seconds"] <= 900 and facts["device"] == "NVIDIA H200"
     assert rec["family_v3.recorded.h200_peak_share"] == pytest.approx(facts["h200_peak_share"], abs=1e-3)
     assert facts["h200_peak_share"] < 0.1  # "a small share of what the GPU can do"
+
+
+def test_loops_by_temperature_from_the_file_and_the_words_about_it(rec):
+    from peagle_nb.compare import target_v3
+    from peagle_nb.models.checksums import weights_sha256
+
+    doc = json.loads((paths.results_dir() / "family_v3" / "loops_by_temperature.json").read_text())
+    tiny_c, v3_c = (target_v3.coolest_fresh_temperature(doc, n) for n in ("tiny", "v3"))
+    assert rec["family_v3.loops.coolest_fresh_temperature.tiny"] == tiny_c
+    assert rec["family_v3.loops.coolest_fresh_temperature.v3"] == v3_c
+    assert doc["targets"]["tiny"]["weights_sha256"] == weights_sha256(paths.models_dir() / "tiny-target")
+    v3_log = json.loads((paths.results_dir() / "family_v3" / "target_h200" / "training_log.json").read_text())
+    assert doc["targets"]["v3"]["weights_sha256"] == v3_log["weights_sha256"]  # the weights the card names
+    # "the deeper target needs hotter text": at the tiny target's coolest fresh temperature v3's code loops ~half
+    assert tiny_c is not None and v3_c is not None and v3_c > tiny_c
+    at = doc["targets"]["v3"]["repeated_share"][f"{tiny_c:g}"]["code"]
+    assert 0.3 < at < 0.6 and rec[f"family_v3.loops.v3.T{tiny_c:g}.code"] == pytest.approx(at, abs=1e-3)
+    for t in doc["temperatures"]:  # greedy loops, T=1 hardly does, for both targets
+        row = {n: doc["targets"][n]["repeated_share"][f"{t:g}"] for n in ("tiny", "v3")}
+        if t == 0:
+            assert all(v > 0.5 for r in row.values() for v in r.values())
+        if t == 1:
+            assert all(v < 0.1 for r in row.values() for v in r.values())

@@ -83,8 +83,9 @@ def test_the_tiny_target_measured_on_a_v3_held_out_split(tmp_path, monkeypatch):
 def test_loop_temperature_rows_and_the_coolest_fresh_temperature():
     from peagle_nb.compare.target_v3 import coolest_fresh_temperature, loop_temperature_rows
 
-    doc = {"targets": {"a": {"repeated_share": {"0": {"prose": 0.9, "code": 0.8}, "0.7": {"prose": 0.1, "code": 0.3},
-                                                "0.85": {"prose": 0.05, "code": 0.1}, "1": {"prose": 0.0, "code": 0.02}}},
+    a = {"0": {"prose": 0.9, "code": 0.8}, "0.7": {"prose": 0.1, "code": 0.3}, "0.85": {"prose": 0.05, "code": 0.1},
+         "1": {"prose": 0.0, "code": 0.02}}
+    doc = {"targets": {"a": {"repeated_share": a},
                        "b": {"repeated_share": {"0": {"prose": 0.1, "code": 0.1}, "0.5": {"prose": 0.2, "code": 0.0},
                                                 "1": {"prose": 0.0, "code": 0.0}}},
                        "c": {"repeated_share": {"1": {"prose": 0.5, "code": 0.0}}}}}

@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
                    help="continuations generated at once (default 4096 on CUDA, 64 on a CPU)")
     p.add_argument("--generator", choices=["lean", "transformers"], default=None,
                    help="what decodes the continuations: the lean engine's static cache (default on CUDA) or the "
-                        "transformers loop (default on a CPU); the same tokens, the lean one faster")
+                        "transformers loop (default on a CPU); the same tokens")
     p.add_argument("--prompts", type=Path, default=None,
                    help="prompts drawn beforehand (`python -m peagle_nb.lab.training_runs.family_v3 prompts`): "
                         "a machine without the corpus builds the data from them")

@@ -104,7 +104,8 @@ def sample_prompt_ids(tokenizer, documents: list[str], n: int, lengths: tuple[in
 def sample_prompt_ids_batched(tokenizer, documents: list[str], n: int, lengths: tuple[int, ...], seed: int = 0,
                               window_chars: int = 400, block: int = 4096) -> list[torch.Tensor]:
     """:func:`sample_prompt_ids` with the windows tokenized ``block`` at a time (one batched, multi-threaded call
-    each): family v3 draws 327,680 prompts, and one tokenizer call per window took minutes of a GPU session. Every
+    each): family v3 draws 327,680 prompts, and one tokenizer call per window costs about half a millisecond (some
+    2.5 minutes for them all on this suite's 2-core CPU). Every
     random choice of a window (document, start, length, offset as a fraction) is drawn before it is tokenized, so the
     prompts differ from :func:`sample_prompt_ids`' (kept for corpus v1: the shipped heads' data) but are as random and
     as reproducible. 400-character windows (about 120-240 tokens, for prompts of at most 48) tokenize 2.5x faster
@@ -246,7 +247,7 @@ def build_drafter_data(target, prompts: list[torch.Tensor], total_len: int, draf
     """Regenerate continuations with the target (the first ``greedy_fraction`` of the prompts greedily, the
     rest sampled at ``temperature``) and pick the draft vocabulary from their token counts. ``domain`` /
     ``domains`` label each prompt's corpus domain (kept with the data, reported per domain). ``generator``:
-    "transformers" (:func:`generate`) or "lean" (``lean_generate.generate_lean``: the same tokens, faster)."""
+    "transformers" (:func:`generate`) or "lean" (``lean_generate.generate_lean``: the same tokens, for a GPU)."""
     if not 0.0 <= greedy_fraction <= 1.0:
         raise ValueError(f"greedy_fraction must be in [0, 1], got {greedy_fraction}")
     if greedy_fraction < 1.0 and temperature <= 0:

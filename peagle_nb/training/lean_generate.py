@@ -1,6 +1,7 @@
 """The target's self-distillation continuations on the lean engine's static cache: the same tokens as
-``drafter_data.generate`` (the ``transformers`` loop, the readable ground truth), made fast enough for family v3's
-327,680 sequences on a GPU. Explained in notebook 08 (why the heads' data took the GPU session's time).
+``drafter_data.generate`` (the ``transformers`` loop, the readable ground truth), built for family v3's 327,680
+sequences on a GPU (``lab.benchmarks.generate_bench`` measures the two side by side; on a CPU the loop is as fast or
+faster, so it stays the CPU default). Explained in notebook 08 (why the heads' data took the GPU session's time).
 
 ``generate`` re-concatenates a growing ``transformers`` cache at every step and launches each layer's ~25 ops
 from Python: at 4,096 sequences of a 32-layer target a step is host- and copy-bound. Here the keys and values live

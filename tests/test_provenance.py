@@ -221,6 +221,30 @@ def test_head_cards_render_from_their_training_logs(name):
             assert close(r["tau"], 1 + sum(r["accept_rate_per_position"])), r
 
 
+def test_recorded_v3_target_card_renders_from_its_log_with_v3_corpus_and_a_retraining_tolerance():
+    from peagle_nb.training.target import model_card
+    from peagle_nb.training.target_card import retrain_tolerance
+
+    folder = paths.results_dir() / "family_v3" / "target_h200"
+    log = json.loads((folder / "training_log.json").read_text())
+    card = (folder / "model_card.md").read_text()
+    assert card == model_card(log)
+    assert "build_corpus_v3.py" in card and "manifest_v3.json" in card and "Shakespeare texts" not in card
+    tol = retrain_tolerance(log)
+    assert set(tol) == set(log["heldout"]) and all(0.01 <= v <= 0.05 for v in tol.values())
+    for d, v in tol.items():
+        assert f"| {d} | {log['heldout'][d]['bits_per_byte']:.3f} | ± {v:.2f} |" in card
+    # the tolerance is the curve's movement over the last tenth of the steps, rounded up to 0.01
+    hist = log["history"]
+    last, before = hist[-1], min(hist, key=lambda h: abs(h["step"] - 0.9 * hist[-1]["step"]))
+    for d, v in tol.items():
+        moved = abs(before["validation_loss"][d] - last["validation_loss"][d]) * (
+            log["heldout"][d]["bits_per_byte"] / log["heldout_loss"][d])
+        assert moved <= v < moved + 0.01 or (v == 0.01 and moved <= 0.01)
+    assert "Re-training" not in model_card(json.loads((paths.models_dir() / "tiny-target" /
+                                                       "training_log.json").read_text()))  # v3 only
+
+
 def test_target_card_renders_from_its_training_log():
     from peagle_nb.training.target import model_card
 

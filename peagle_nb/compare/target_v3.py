@@ -98,3 +98,34 @@ def coolest_fresh_temperature(doc: Mapping, target: str) -> float | None:
             break
         coolest = r["temperature"]
     return coolest
+
+
+# The issue's cost goals for a deep target: one drafter pass as a share of one target step (batch 1, greedy)
+PEAGLE_PASS_GOAL = 0.2  # a 4-layer P-EAGLE pass
+EAGLE3_PASS_GOAL = 0.06  # a 1-layer EAGLE-3 pass
+
+
+def pass_cost_prediction(engine_doc: Mapping, target_layers: int, deep_layers: int) -> dict:
+    """How much a drafter pass will cost beside a ``deep_layers`` target step, predicted from one H200 engine file of
+    the tiny family (``phases``: greedy, batch 1). On the H200 a pass is launch-bound: each layer is the same six
+    kernels whatever the model, so pass time is ``fixed + per_layer x layers``. The line is fitted to the two heads'
+    single passes (EAGLE-3 at K=1, P-EAGLE at K=1; their layer counts from the file) and checked on a point it was not
+    fitted to: the tiny target's plain step (``target_layers``). Every layer here is 256 wide with a 640-wide MLP,
+    the v3 target's shape too."""
+    ph = {(p["method"], p["k"]): p for p in engine_doc["phases"] if p["mode"] == "greedy"}
+    heads = engine_doc["model"]["heads"]
+    (x1, y1), (x2, y2) = ((heads[m]["layers"], ph[(m, 1)]["draft_ms"]) for m in ("eagle3", "peagle"))
+    per_layer = (y2 - y1) / (x2 - x1)
+    fixed = y1 - per_layer * x1
+    check_pred, check_meas = fixed + per_layer * target_layers, ph[("none", 0)]["plain_ms"]
+    deep_step = fixed + per_layer * deep_layers
+    ratios = {m: ph[(m, 1)]["draft_ms"] / deep_step for m in ("eagle3", "peagle")}
+    return {"fixed_ms": fixed, "per_layer_ms": per_layer, "check": {"layers": target_layers,
+                                                                    "predicted_ms": check_pred,
+                                                                    "measured_ms": check_meas,
+                                                                    "error": check_pred / check_meas - 1},
+            "deep_layers": deep_layers, "deep_step_ms": deep_step, "pass_ratio": ratios,
+            "goal": {"eagle3": EAGLE3_PASS_GOAL, "peagle": PEAGLE_PASS_GOAL},
+            "meets_goal": {"eagle3": ratios["eagle3"] <= EAGLE3_PASS_GOAL,
+                           "peagle": ratios["peagle"] <= PEAGLE_PASS_GOAL},
+            "tiny_ratio": {m: ph[(m, 1)]["draft_ms"] / check_meas for m in ("eagle3", "peagle")}}

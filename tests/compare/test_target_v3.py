@@ -95,3 +95,20 @@ def test_loop_temperature_rows_and_the_coolest_fresh_temperature():
     assert coolest_fresh_temperature(doc, "a") == 0.85
     assert coolest_fresh_temperature(doc, "b") == 1.0  # 0 meets the goal but 0.5 does not: from 1 on
     assert coolest_fresh_temperature(doc, "c") is None
+
+
+def test_pass_cost_prediction_is_a_line_through_the_two_heads():
+    from peagle_nb.compare.target_v3 import pass_cost_prediction
+
+    def phase(method, k, ms):
+        return {"method": method, "k": k, "mode": "greedy", ("plain_ms" if method == "none" else "draft_ms"): ms}
+
+    doc = {"model": {"heads": {"eagle3": {"layers": 1}, "peagle": {"layers": 4}}},
+           "phases": [phase("eagle3", 1, 0.05), phase("peagle", 1, 0.11), phase("none", 0, 0.2),
+                      {"method": "eagle3", "k": 1, "mode": "sampled", "draft_ms": 9.0}]}  # sampled rows are ignored
+    c = pass_cost_prediction(doc, 8, 32)
+    assert c["per_layer_ms"] == pytest.approx(0.02) and c["fixed_ms"] == pytest.approx(0.03)
+    assert c["check"]["predicted_ms"] == pytest.approx(0.19) and c["check"]["error"] == pytest.approx(-0.05)
+    assert c["deep_step_ms"] == pytest.approx(0.67)
+    assert c["pass_ratio"]["peagle"] == pytest.approx(0.11 / 0.67) and c["meets_goal"]["peagle"] is True
+    assert c["pass_ratio"]["eagle3"] == pytest.approx(0.05 / 0.67) and c["meets_goal"]["eagle3"] is False

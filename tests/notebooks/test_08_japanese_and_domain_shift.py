@@ -186,3 +186,19 @@ def test_loops_by_temperature_from_the_file_and_the_words_about_it(rec):
             assert all(v > 0.5 for r in row.values() for v in r.values())
         if t == 1:
             assert all(v < 0.1 for r in row.values() for v in r.values())
+
+
+def test_pass_cost_prediction_from_the_h200_phases_and_the_words_about_it(rec):
+    from peagle_nb.compare import target_v3
+    from peagle_nb.models.target import V3_LAYERS
+
+    doc = json.loads((paths.results_dir() / "engine_h200.json").read_text())
+    cost = target_v3.pass_cost_prediction(doc, 8, V3_LAYERS)
+    for m in ("peagle", "eagle3"):
+        assert rec[f"family_v3.pass_ratio_predicted.{m}"] == pytest.approx(cost["pass_ratio"][m], abs=1e-4)
+        assert rec[f"family_v3.pass_ratio_goal_met_predicted.{m}"] is cost["meets_goal"][m]
+    assert abs(rec["family_v3.pass_cost_check_error"]) < 0.05  # "within a few percent" of the unfitted point
+    assert cost["tiny_ratio"]["peagle"] > 0.4  # "about half a target step" on the tiny family
+    # "well inside its goal" for P-EAGLE, "just above its own" for EAGLE-3
+    assert cost["pass_ratio"]["peagle"] < 0.85 * target_v3.PEAGLE_PASS_GOAL
+    assert target_v3.EAGLE3_PASS_GOAL < cost["pass_ratio"]["eagle3"] < 1.25 * target_v3.EAGLE3_PASS_GOAL

@@ -1,6 +1,6 @@
 """The heads' self-distillation prompts as one file: drawn once where the corpus is (``family_v3 prompts``), read
-where it is not (a GPU machine that gets 15 MiB per call: corpus v3's train split needs seven calls, these prompts
-two). Explained in notebook 08.
+where it is not (a GPU machine that gets 15 MiB per call: corpus v3's train split needs seven calls, the default
+327,680 prompts one: 12.8 MiB). Explained in notebook 08.
 
 The file (gzip of a ``torch.save``) holds the prompts end to end as int16/int32 ids with their lengths and domain
 labels, and the key they were drawn with: counts, lengths, seed, domains, corpus and the sha256 of the tokenizer.

@@ -31,6 +31,22 @@ def test_a_run_reads_the_prompts_it_would_have_drawn(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(read, drawn))
 
 
+def test_a_smaller_run_reads_the_files_first_prompts_and_a_larger_one_is_refused(tmp_path):
+    cfg = _smoke_cfg(tmp_path)
+    drawn, labels = draw_prompts(cfg)
+    tok = default_path() / "tokenizer.json"
+    save_prompts(tmp_path / "p.pt.gz", prompts_key(cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS,
+                                                   cfg.corpus, tok), drawn, labels)
+    n = cfg.n_sequences // 2
+    read, labels2 = load_prompts(tmp_path / "p.pt.gz", prompts_key(n, cfg.prompt_lengths, cfg.seed, DOMAINS,
+                                                                   cfg.corpus, tok))
+    assert len(read) == n and labels2 == labels[:n]
+    assert all(torch.equal(a, b) for a, b in zip(read, drawn[:n]))
+    with pytest.raises(ValueError, match=rf"n_sequences: file {cfg.n_sequences}, run {cfg.n_sequences + 1}"):
+        load_prompts(tmp_path / "p.pt.gz", prompts_key(cfg.n_sequences + 1, cfg.prompt_lengths, cfg.seed, DOMAINS,
+                                                       cfg.corpus, tok))
+
+
 def test_a_file_drawn_for_another_run_names_the_difference(tmp_path):
     cfg = _smoke_cfg(tmp_path)
     key = prompts_key(cfg.n_sequences, cfg.prompt_lengths, cfg.seed + 1, DOMAINS, cfg.corpus,

@@ -4,7 +4,8 @@ where it is not (a GPU machine that gets 15 MiB per call: corpus v3's train spli
 
 The file (gzip of a ``torch.save``) holds the prompts end to end as int16/int32 ids with their lengths and domain
 labels, and the key they were drawn with: counts, lengths, seed, domains, corpus and the sha256 of the tokenizer.
-A run whose options or tokenizer differ refuses the file and says which field differs.
+A run whose options or tokenizer differ refuses the file and says which field differs; a run that asks for fewer
+sequences than the file holds gets the file's first ones (a random subset: the file's order is shuffled).
 """
 
 from __future__ import annotations
@@ -53,10 +54,16 @@ def load_prompts(path: Path, key: dict) -> tuple[list[torch.Tensor], list[int]]:
     except (OSError, EOFError, RuntimeError, pickle.UnpicklingError) as e:
         raise ValueError(f"{path} is not a prompts file ({e}). Fix: write it again with `family_v3 prompts`") from None
     have = blob.get("key", {})
-    diff = [f"{k}: file {have.get(k)!r}, run {v!r}" for k, v in key.items() if have.get(k) != v]
+    # fewer sequences than the file holds: its first ones (the file's order is a random permutation of every
+    # domain's prompts, so a prefix is a random subset), e.g. a smaller heads' data for a shorter GPU session
+    prefix = have.get("n_sequences") is not None and 0 < key["n_sequences"] <= have["n_sequences"]
+    diff = [f"{k}: file {have.get(k)!r}, run {v!r}" for k, v in key.items()
+            if have.get(k) != v and not (k == "n_sequences" and prefix)]
     if diff:
         raise ValueError(f"{path} was drawn for another run ({'; '.join(diff)}). Fix: write it again with the run's "
                          f"options (`family_v3 prompts`), or leave out --prompts")
-    ids = blob["ids"].long()
-    prompts = list(torch.split(ids, blob["lengths"].long().tolist()))
-    return prompts, blob["labels"].tolist()
+    n = key["n_sequences"]
+    lengths = blob["lengths"].long()[:n]
+    ids = blob["ids"][:int(lengths.sum())].long()
+    prompts = list(torch.split(ids, lengths.tolist()))
+    return prompts, blob["labels"][:n].tolist()

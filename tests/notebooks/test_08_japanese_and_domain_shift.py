@@ -202,3 +202,34 @@ def test_pass_cost_prediction_from_the_h200_phases_and_the_words_about_it(rec):
     # "well inside its goal" for P-EAGLE, "just above its own" for EAGLE-3
     assert cost["pass_ratio"]["peagle"] < 0.85 * target_v3.PEAGLE_PASS_GOAL
     assert target_v3.EAGLE3_PASS_GOAL < cost["pass_ratio"]["eagle3"] < 1.25 * target_v3.EAGLE3_PASS_GOAL
+
+
+def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
+    from peagle_nb.compare import heads_v3, target_v3
+
+    folder = paths.results_dir() / "family_v3"
+    engine = json.loads((folder / "engine_h200_v3.json").read_text())
+    heads = json.loads((folder / "heads_h200" / "family_heads.json").read_text())
+    cost = heads_v3.measured_pass_costs(engine, target_v3.pass_cost_prediction(
+        json.loads((paths.results_dir() / "engine_h200.json").read_text()), 8, 32))
+    for m in ("peagle", "eagle3"):
+        assert rec[f"family_v3.pass_ratio_measured.{m}"] == pytest.approx(cost[m]["ratio"], abs=1e-4)
+        assert rec[f"family_v3.pass_ratio_goal_met.{m}"] is True  # "both cost goals are met"
+        assert 0.1 < rec[f"family_v3.pass_ratio_prediction_error.{m}"] < 0.2  # "about a seventh too high"
+    assert rec["family_v3.draft_k7_over_k1.peagle"] < 1.1 < 4 < rec["family_v3.draft_k7_over_k1.eagle3"]
+    assert rec["family_v3.heads.data_sequences"] == heads["data"]["n_sequences"]
+    for r in heads_v3.conditional_rows(heads):
+        assert rec[f"family_v3.heads.weakest_conditional.{r['head']}.{r['domain']}"] == pytest.approx(
+            r["weakest 2-4"], abs=1e-4)
+        if r["head"].startswith("v3-peagle-r") and r["domain"] != "ja":  # "under the goal on prose and code"
+            assert r["weakest 2-4"] < heads_v3.CONDITIONAL_GOAL
+    # the regime map: every measured point is printed with its verdict, and "P-EAGLE loses at every measured point"
+    rows = heads_v3.regime_table(engine)
+    assert len(rows) >= 6
+    for r in rows:
+        key = f"T{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
+        assert rec[f"family_v3.regime.p_over_e_tpot.{key}"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)
+        assert rec[f"family_v3.regime.verdict.{key}"] == "eagle3 faster"
+    assert 1.0 < rec["family_v3.regime.step_factor_max"] < 1.2  # "under a fifth"
+    assert rec["family_v3.regime.acceptance_factor_max"] < 0.95  # "up to nine tenths"
+    assert rec["family_v3.regime.speed_goal_met.T0"] is False and rec["family_v3.regime.speed_goal_met.T0.7"] is False

@@ -344,8 +344,8 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSetti
 
 def merge_parts(docs: list[dict]) -> dict:
     """One record from runs of this module made in several calls (a GPU lease caps each call's length), parts in the
-    order they were recorded: the regimes of every part, sorted by (temperature, length), and every other section,
-    a later part's replacing an earlier one's (a part re-records what changed since); ``runs`` /
+    order they were recorded: the regimes of every part that hold runs, sorted by (temperature, length), and every
+    other section, a later part's replacing an earlier one's (a part re-records what changed since); ``runs`` /
     ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
     from peagle_nb.files.results import validate
 
@@ -354,7 +354,8 @@ def merge_parts(docs: list[dict]) -> dict:
     by_regime: dict = {}
     for d in docs:  # a later part's regime replaces an earlier one's at the same (temperature, length)
         for r in d.get("regimes", []):
-            by_regime[(r["temperature"], r["max_new_tokens"])] = r
+            if r.get("runs"):  # one the part's time budget cut before its first run is not a measurement
+                by_regime[(r["temperature"], r["max_new_tokens"])] = r
     regimes = [by_regime[key] for key in sorted(by_regime)]
     if not regimes:
         raise ValueError("no part holds a 'regimes' section: record the parts with this module first")

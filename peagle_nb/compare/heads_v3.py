@@ -1,0 +1,129 @@
+"""The family-v3 heads and their H200 regime map against the issue's goals, from recorded files only. Explained in
+notebook 08 (section 7).
+
+Inputs: the heads command's summary (``family_v3/heads_h200/family_heads.json``: every head's held-out acceptance
+per depth and conditional on the depth before, its steps and weights) and the engine record of the v3 target with
+the rung-3 pair (``family_v3/engine_h200_v3.json``: step phases, regimes with TTFT / TPOT and tau on fresh text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from peagle_nb.analysis import step_phases
+from peagle_nb.compare.target_v3 import EAGLE3_PASS_GOAL, PEAGLE_PASS_GOAL
+
+CONDITIONAL_GOAL = 0.6  # P-EAGLE's acceptance at depth d given d-1 accepted, depths 2-4, T <= 0.7
+GOAL_DEPTHS = (2, 3, 4)
+SPEED_RATIO_GOAL = 1.10  # P-EAGLE / EAGLE-3 at each one's best K, TPOT and end to end, 256+ tokens
+PLAIN_SPEEDUP_GOAL = 1.5  # both heads over plain decoding
+DOMAINS = ("prose", "code", "ja")
+
+
+def conditional_rows(heads_doc: Mapping) -> list[dict]:
+    """One row per head and held-out domain: tau at the head's K and the conditional acceptance at depths 1-4; for
+    P-EAGLE heads the weakest of depths 2-4 against the goal."""
+    rows = []
+    for name, h in heads_doc["heads"].items():
+        for d in DOMAINS:
+            acc = h["acceptance"][d]
+            cond = acc["conditional"]
+            row = {"head": name, "domain": d, "k": acc["k"], "tau": acc["tau"],
+                   **{f"depth {i + 1}": cond[i] for i in range(4)}}
+            deep = [cond[i - 1] for i in GOAL_DEPTHS if cond[i - 1] is not None]
+            row["weakest 2-4"] = min(deep) if deep else None
+            row["meets goal"] = h["kind"] == "peagle" and bool(deep) and min(deep) >= CONDITIONAL_GOAL
+            rows.append(row)
+    return rows
+
+
+def ladder_rows(heads_doc: Mapping) -> list[dict]:
+    """The budget ladder: per method and rung, the steps its training ran (the time budget can stop a rung short of
+    its cap) and the held-out tau per domain."""
+    rows = []
+    for name, h in heads_doc["heads"].items():
+        if name.count("-") != 2:  # v3-<method>-r<rung>: the pair; ablations carry one more part
+            continue
+        _, method, rung = name.split("-")
+        rows.append({"method": method, "rung": rung, "steps cap": h["steps_cap"], "steps run": h["steps_run"],
+                     "train s": h["train_seconds"], **{f"tau {d}": h["acceptance"][d]["tau"] for d in DOMAINS}})
+    return sorted(rows, key=lambda r: (r["method"], r["rung"]))
+
+
+def ablation_rows(heads_doc: Mapping, rung: str = "r3") -> list[dict]:
+    """P-EAGLE at ``rung`` beside its ablations (same data, same time budget): steps run, tau per domain and its
+    change from the full recipe."""
+    heads = heads_doc["heads"]
+    base = heads[f"v3-peagle-{rung}"]
+    rows = []
+    for name, h in heads.items():
+        if not (name.startswith("v3-peagle") and name.endswith(rung)):
+            continue
+        variant = name[len("v3-peagle-"):-len(rung)].strip("-") or "full recipe"
+        row = {"variant": variant, "layers": h["layers"], "steps run": h["steps_run"]}
+        for d in DOMAINS:
+            tau = h["acceptance"][d]["tau"]
+            row[f"tau {d}"] = tau
+            row[f"vs full {d}"] = tau / base["acceptance"][d]["tau"] - 1
+        rows.append(row)
+    return rows
+
+
+def measured_pass_costs(engine_doc: Mapping, prediction: Mapping | None = None) -> dict:
+    """One drafter pass (K=1, greedy, CUDA-graph device time) over one plain target step, measured on the v3 target;
+    beside the goals and, when given, the tiny family's prediction (``target_v3.pass_cost_prediction``), which was
+    fitted to other points: this checks it."""
+    ph = {(p["method"], p["k"]): p for p in engine_doc["phases"] if p["mode"] == "greedy"}
+    step = ph[("none", 0)]["plain_ms"]
+    out: dict = {"target_step_ms": step}
+    for m, goal in (("eagle3", EAGLE3_PASS_GOAL), ("peagle", PEAGLE_PASS_GOAL)):
+        ratio = ph[(m, 1)]["draft_ms"] / step
+        out[m] = {"pass_ms": ph[(m, 1)]["draft_ms"], "ratio": ratio, "goal": goal, "meets goal": ratio <= goal,
+                  "k7_over_k1": ph[(m, 7)]["draft_ms"] / ph[(m, 1)]["draft_ms"]}
+        if prediction is not None:
+            out[m]["predicted_ratio"] = prediction["pass_ratio"][m]
+            out[m]["prediction_error"] = prediction["pass_ratio"][m] / ratio - 1
+    if prediction is not None:
+        out["predicted_step_ms"] = prediction["deep_step_ms"]
+        out["step_prediction_error"] = prediction["deep_step_ms"] / step - 1
+    return out
+
+
+def regime_table(engine_doc: Mapping) -> list[dict]:
+    """``step_phases.regime_rows`` with each point's completed sweeps and tau on fresh (non-repeated) text at K=7
+    beside tau, so a tau earned by copying loops shows."""
+    summaries = {(r["temperature"], r["max_new_tokens"]): r["summary"] for r in engine_doc["regimes"]}
+    out = []
+    for row in step_phases.regime_rows(engine_doc):
+        s = summaries[(row["temperature"], row["tokens"])][row["prompt_set"]]
+        out.append({**row, "sweeps": s.get("sweeps"), "repetition_k7": s.get("peagle.k7.repetition_fraction"),
+                    "eagle3_tau_fresh_k7": s.get("eagle3.k7.tau_fresh"),
+                    "peagle_tau_fresh_k7": s.get("peagle.k7.tau_fresh")})
+    return out
+
+
+def speed_goal(engine_doc: Mapping, min_tokens: int = 256) -> dict:
+    """The issue's speed goal at every measured temperature over ``min_tokens``+ tokens: P-EAGLE at least
+    ``SPEED_RATIO_GOAL`` x EAGLE-3 on TPOT and end to end on at least 2 sets, both heads ``PLAIN_SPEEDUP_GOAL`` x
+    plain decoding (TPOT)."""
+    out = {}
+    for t in sorted({r["temperature"] for r in engine_doc["regimes"]}):
+        rows = [r for r in regime_table(engine_doc) if r["temperature"] == t and r["tokens"] >= min_tokens]
+        wins = [r["prompt_set"] for r in rows
+                if r["p_over_e_tpot"] >= SPEED_RATIO_GOAL and r["p_over_e_e2e"] >= SPEED_RATIO_GOAL]
+        both_fast = [r["prompt_set"] for r in rows if min(r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"])
+                     >= PLAIN_SPEEDUP_GOAL]
+        out[t] = {"sets": [r["prompt_set"] for r in rows], "peagle_wins": wins, "both_over_plain": both_fast,
+                  "meets goal": len(wins) >= 2 and len(both_fast) >= 2}
+    return out
+
+
+def why_rows(engine_doc: Mapping) -> list[dict]:
+    """Each measured point's P-EAGLE / EAGLE-3 (TPOT) split into the acceptance factor (tau_P / tau_E) and the step
+    factor (EAGLE-3's step / P-EAGLE's) by the step-time model fitted to that point's own phases
+    (``compare.regime.predicted_regimes``)."""
+    from peagle_nb.compare.regime import predicted_regimes
+
+    keys = ("temperature", "tokens", "prompt_set", "measured", "predicted", "predicted_k", "acceptance_factor",
+            "step_factor", "verdict")
+    return [{k: r[k] for k in keys} for r in predicted_regimes(engine_doc)]

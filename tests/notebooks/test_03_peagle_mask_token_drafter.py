@@ -178,3 +178,29 @@ def test_the_step_model_beside_every_regime_point_and_the_rule_it_states(rec, re
     same_k = [p for p in pred if p["predicted_k"]["eagle3"] == p["predicted_k"]["peagle"]]
     assert same_k and all(0.9 < p["step_factor"] < 1.1 for p in same_k)
 
+
+
+def test_the_v3_map_beside_the_tiny_one_and_the_rule_across_both(rec, repo_root):
+    import json
+
+    from peagle_nb.compare.regime import predicted_regimes
+
+    v3 = predicted_regimes(json.loads((repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json")
+                                      .read_text()))
+    assert rec["regime.v3.peagle_faster_points"] == sum(p["measured"] > 1 for p in v3) == 0  # "below 1 everywhere"
+    lo, hi = rec["regime.v3.acceptance_factor_range"]
+    assert hi < 1 and lo == pytest.approx(min(p["acceptance_factor"] for p in v3), abs=1e-4)
+    # "depth moved the step factor the expected way ... but it saves little"
+    assert rec["regime.tiny.step_factor_max"] < rec["regime.v3.step_factor_max"] < 1.25
+    assert rec["regime.v3.model_max_abs_error"] < 0.2
+
+
+def test_the_v3_model_errs_mostly_for_peagle_and_agrees_on_every_verdict(repo_root):
+    import json
+
+    from peagle_nb.compare.regime import predicted_regimes
+
+    v3 = predicted_regimes(json.loads((repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json")
+                                      .read_text()))
+    assert all(p["predicted"] < 1 for p in v3)  # EAGLE-3's verdict at every point, as measured
+    assert sum(p["error"] > 0 for p in v3) > len(v3) / 2  # "mostly erring in P-EAGLE's favour"

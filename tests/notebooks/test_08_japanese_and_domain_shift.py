@@ -233,3 +233,14 @@ def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
     assert 1.0 < rec["family_v3.regime.step_factor_max"] < 1.2  # "under a fifth"
     assert rec["family_v3.regime.acceptance_factor_max"] < 0.95  # "up to nine tenths"
     assert rec["family_v3.regime.speed_goal_met.T0"] is False and rec["family_v3.regime.speed_goal_met.T0.7"] is False
+
+
+def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
+    folder = paths.results_dir() / "family_v3"
+    data = json.loads((folder / "heads_h200" / "family_heads.json").read_text())["data"]
+    loops = json.loads((folder / "loops_by_temperature.json").read_text())["targets"]["v3"]["repeated_share"]
+    t = f"{data['sample_temperature']:g}"
+    by_domain = data["repetition_fraction"]["by_domain"]
+    assert data["repetition_fraction"]["sequences_per_domain"] >= 1000  # "about a thousand sequences per domain"
+    assert by_domain["prose"] > 3 * loops[t]["prose"]  # "several times more of its prose"
+    assert abs(by_domain["code"] - loops[t]["code"]) < 0.05  # "code is as the table said"

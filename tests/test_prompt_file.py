@@ -96,3 +96,28 @@ def test_family_v3_heads_hand_the_prompts_file_to_the_data_process(tmp_path, mon
                         str(tmp_path / "o"), "--work", str(tmp_path / "w"), "--rungs", "1", "--ablations"])
     data_args = spawned[0]
     assert data_args[data_args.index("--prompts") + 1] == str(tmp_path / "p.pt.gz") and "--data-only" in data_args
+
+
+def test_the_data_records_its_prompts_file_even_if_the_file_is_gone_when_the_data_is_done(tmp_path, monkeypatch):
+    # a GPU session's scratch can lose the file mid-run (it happened: the data was built, then its record failed)
+    from peagle_nb.models.checksums import file_sha256
+    from peagle_nb.models.target import load_target
+    from peagle_nb.training import drafter_cache
+
+    cfg = _smoke_cfg(tmp_path)
+    drawn, labels = draw_prompts(cfg)
+    path = tmp_path / "p.pt.gz"
+    save_prompts(path, prompts_key(cfg.n_sequences, cfg.prompt_lengths, cfg.seed, DOMAINS, cfg.corpus,
+                                   default_path() / "tokenizer.json"), drawn, labels)
+    sha = file_sha256(path)
+    real = drafter_cache.build_drafter_data
+
+    def build_then_lose_the_file(*a, **kw):
+        out = real(*a, **kw)
+        path.unlink()
+        return out
+
+    monkeypatch.setattr(drafter_cache, "build_drafter_data", build_then_lose_the_file)
+    target, tok = load_target(default_path())
+    _, info = drafter_cache.get_data(_smoke_cfg(tmp_path, prompts_file=path), target, tok)
+    assert info["prompts_file"] == {"name": "p.pt.gz", "sha256": sha} and not path.exists()

@@ -61,6 +61,11 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
         log_line(f"drafter data: {cfg.data_cache} was built for another configuration; rebuilding")
     t0 = time.time()
     prompts, labels = draw_prompts(cfg, tokenizer)
+    source = None
+    if cfg.prompts_file:  # the data is reproducible from that file (itself from the corpus, by `family_v3 prompts`);
+        from peagle_nb.models.checksums import file_sha256  # hashed now: the file may be gone when the data is done
+
+        source = {"name": Path(cfg.prompts_file).name, "sha256": file_sha256(Path(cfg.prompts_file))}
     log_line(f"drafter data: {len(prompts):,} prompts in {time.time() - t0:.1f} s"
              + (f" (read from {cfg.prompts_file})" if cfg.prompts_file else ""))
     gen_batch = cfg.gen_batch or (4096 if target.device.type == "cuda" else 64)
@@ -70,10 +75,8 @@ def get_data(cfg: DrafterTrainConfig, target, tokenizer) -> tuple[DrafterData, d
                                     seed=cfg.seed, domain=labels, domains=DOMAINS, gen_batch=gen_batch, log=log_line,
                                     generator=generator)
     info["build_seconds"] = round(time.time() - t0, 1)
-    if cfg.prompts_file:  # the data is reproducible from that file (itself from the corpus, by `family_v3 prompts`)
-        from peagle_nb.models.checksums import file_sha256
-
-        info["prompts_file"] = {"name": Path(cfg.prompts_file).name, "sha256": file_sha256(Path(cfg.prompts_file))}
+    if source:
+        info["prompts_file"] = source
     info["labels"] = "teacher"  # features and soft labels come from the target per batch (TargetTeacher)
     _MEMO.clear()
     _MEMO.update(key=key, data=data, info=info)

@@ -39,6 +39,7 @@ class DrafterTrainConfig:
     generator: str | None = None  # "lean" (static cache, CUDA graphs) or "transformers"; default lean on CUDA
     data_cache: Path | None = None
     prompts_file: Path | None = None  # the prompts drawn beforehand (``training.prompt_file``), instead of the corpus
+    lockstep: Path | None = None  # a folder shared with the pair's other trainer: equal steps (``training.lockstep``)
     init_from: Path | None = None  # continue training this exported head (same shapes)
     val_prompts: int = 0  # per domain: new corpus-train prompts measured after training (0: none)
     eval_prompts: int | None = None  # per held-out set; None = all

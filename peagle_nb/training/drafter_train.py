@@ -30,6 +30,7 @@ from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import TargetTeacher, without_domains
 from peagle_nb.training.drafter_results import evaluate_and_write
 from peagle_nb.training.head_init import make_head
+from peagle_nb.training.lockstep import Lockstep
 from peagle_nb.training.runtime import device_name, log_line, resolve_device
 from peagle_nb.training.schedule import lr_at
 
@@ -57,10 +58,15 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
         f"draft vocab {cfg.draft_vocab_size}, device {device}")
     head.train()
     window = []
+    # the budget ladder's pair: equal steps whatever each one's speed (training.lockstep)
+    sync = Lockstep(cfg.lockstep, cfg.kind, log=log_line) if cfg.lockstep else None
     for step in range(cfg.steps):
         elapsed = time.time() - t0
         if cfg.time_budget_s and elapsed > cfg.time_budget_s:
             log_line(f"time budget reached after {step} steps")
+            break
+        if sync and not sync.may_run(step):
+            log_line(f"lockstep: the partner stopped after {step} steps; stopping at the same count")
             break
         progress = max(step / cfg.steps, elapsed / cfg.time_budget_s if cfg.time_budget_s else 0.0)
         for gr in opt.param_groups:
@@ -81,7 +87,9 @@ def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
             window = []
     else:
         step = cfg.steps
-    steps_run = step if step else cfg.steps
+    steps_run = step
+    if sync:
+        sync.stop(steps_run)
     train_seconds = time.time() - t0
     head.eval()
 

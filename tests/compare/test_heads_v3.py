@@ -31,6 +31,8 @@ def test_the_heads_were_trained_on_the_recorded_target_from_equal_data(heads):
     assert data["n_sequences"] == sum(data["sequences_per_domain"].values()) == 90112
     assert data["prompts_file"]["sha256"].startswith("9023014b291d53bd")  # the committed-recipe prompts file
     assert heads["pair_steps_run"]["r1"] == {"eagle3": 300, "peagle": 300}  # rung 1: equal steps
+    r3 = heads["pair_steps_run"]["r3"]  # rung 3: the time budget stopped the pair apart (before lockstep existed)
+    assert r3["eagle3"] > r3["peagle"] and "--lockstep" not in (FOLDER / "heads_h200" / "family_heads.log").read_text()
 
 
 def test_conditional_acceptance_rows_follow_the_logs(heads):

@@ -196,9 +196,12 @@ def heads_command(args: argparse.Namespace) -> int:
                     ["--time-budget-s", f"{budget:.0f}", "--batch-size", str(args.batch_size), "--val-prompts",
                      str(args.val_prompts)])
         procs = {}
+        lock = work / "heads" / "lockstep"  # each rung's pair on equal steps (training.lockstep); none left over
+        shutil.rmtree(lock, ignore_errors=True)
         for name, (kind, *extra) in plan.items():
             logs.append(work / "heads" / f"{name}.log")
-            procs[name] = family.spawn(["peagle_nb.cli", "train", kind, *common, *per_head, *extra,
+            pair = ["--lockstep", str(lock / name.split("-")[-1])] if name.count("-") == 2 else []  # v3-<m>-r<rung>
+            procs[name] = family.spawn(["peagle_nb.cli", "train", kind, *common, *per_head, *extra, *pair,
                                         "--out", str(folder / name)], logs[-1], env)
         summary["exit_codes"] = family.wait_all(procs, clock.left() - args.reserve_s)
         finished = [n for n in plan if (folder / n / "training_log.json").is_file()]

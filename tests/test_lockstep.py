@@ -1,0 +1,103 @@
+"""The budget ladder's pair on equal steps: two trainers of different speeds under one time budget run the same
+number of steps (``training.lockstep``), and a partner that dies does not hang the other."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from peagle_nb.training.lockstep import Lockstep
+
+
+def _trainer(folder, me, step_s, budget_s, cap, out):
+    """The shape of drafter_train's loop: budget check, lockstep, one step."""
+    sync, t0, step = Lockstep(folder, me, stale_s=5.0, log=lambda s: None), time.monotonic(), 0
+    for step in range(cap):
+        if time.monotonic() - t0 > budget_s or not sync.may_run(step):
+            break
+        time.sleep(step_s)
+    else:
+        step = cap
+    sync.stop(step)
+    out[me] = step
+
+
+@pytest.mark.parametrize("fast_budget,slow_budget,cap", [(0.6, 0.6, 10_000), (0.3, 0.9, 10_000), (0.9, 0.3, 10_000),
+                                                         (5.0, 5.0, 12)])
+def test_a_fast_and_a_slow_trainer_stop_at_the_same_step(tmp_path, fast_budget, slow_budget, cap):
+    out: dict = {}
+    threads = [threading.Thread(target=_trainer, args=(tmp_path, "eagle3", 0.002, fast_budget, cap, out)),
+               threading.Thread(target=_trainer, args=(tmp_path, "peagle", 0.01, slow_budget, cap, out))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert out["eagle3"] == out["peagle"] > 0
+    if cap == 12:
+        assert out["peagle"] == 12  # the step cap, not the budget, ended both
+
+
+def test_without_lockstep_the_fast_one_runs_ahead(tmp_path):
+    # the control: what the recorded rung 3 did (685 vs 609 steps)
+    def alone(step_s):
+        t0, n = time.monotonic(), 0
+        while time.monotonic() - t0 < 0.3:
+            time.sleep(step_s)
+            n += 1
+        return n
+
+    assert alone(0.002) > 2 * alone(0.01)
+
+
+def test_a_partner_that_never_comes_releases_the_other(tmp_path):
+    logs = []
+    sync = Lockstep(tmp_path, "eagle3", stale_s=0.2, log=logs.append)
+    t0 = time.monotonic()
+    assert sync.may_run(0) and sync.alone and "training on alone" in logs[0]
+    assert sync.may_run(1) and time.monotonic() - t0 < 2  # no more waiting once alone
+
+
+def test_a_partner_that_stopped_before_this_step_stops_this_one(tmp_path):
+    Lockstep(tmp_path, "peagle").stop(3)
+    sync = Lockstep(tmp_path, "eagle3")
+    assert sync.may_run(2) and not sync.may_run(3)
+
+
+def test_the_heads_command_puts_each_rungs_pair_in_lockstep_and_not_the_ablations(tmp_path, monkeypatch):
+    from peagle_nb.lab.training_runs import family, family_v3
+    from peagle_nb.models.target import default_path
+
+    spawned = {}
+
+    class Done:
+        pid, returncode = 0, 0
+
+        def __init__(self, log):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self.log_file = open(log, "w")  # noqa: SIM115 -- wait_all closes it
+
+        def wait(self, timeout=None):
+            return 0
+
+    def spawn(args, log, env):
+        spawned[log.stem] = args
+        return Done(log)
+
+    (tmp_path / "w" / "heads" / "lockstep" / "r1").mkdir(parents=True)
+    (tmp_path / "w" / "heads" / "lockstep" / "r1" / "peagle.json").write_text('{"step": 0, "done": true}')
+    monkeypatch.setattr(family, "spawn", spawn)
+    monkeypatch.setattr(family_v3, "_data_info", lambda cache: {})
+    family_v3.main(["heads", "--target", str(default_path()), "--out", str(tmp_path / "o"), "--work",
+                    str(tmp_path / "w"), "--rungs", "1", "3", "--ablation-rung", "3", "--ablations", "zeros",
+                    "--device", "cpu", "--deadline-s", "600"])
+    lock = tmp_path / "w" / "heads" / "lockstep"
+    assert not (lock / "r1").exists()  # a previous run's record would stop this run's pair at once
+    for name, args in spawned.items():
+        if name == "data":
+            continue
+        has = "--lockstep" in args
+        assert has is (name in {"v3-eagle3-r1", "v3-peagle-r1", "v3-eagle3-r3", "v3-peagle-r3"}), name
+        if has:
+            assert args[args.index("--lockstep") + 1] == str(lock / name.split("-")[-1])

@@ -244,3 +244,12 @@ def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
     assert data["repetition_fraction"]["sequences_per_domain"] >= 1000  # "about a thousand sequences per domain"
     assert by_domain["prose"] > 3 * loops[t]["prose"]  # "several times more of its prose"
     assert abs(by_domain["code"] - loops[t]["code"]) < 0.05  # "code is as the table said"
+
+
+def test_the_summary_says_what_the_v3_family_showed(rec, executed_dir):
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    lo = min(v for k, v in rec.items() if k.startswith("family_v3.regime.p_over_e_tpot."))
+    hi = max(v for k, v in rec.items() if k.startswith("family_v3.regime.p_over_e_tpot."))
+    assert hi < 1  # "not P-EAGLE's win"
+    assert "A deeper target makes drafting cheap but not P-EAGLE's win" in text and f"{lo:.2f}-{hi:.2f}x" in text

@@ -1,6 +1,6 @@
 """Run the SageMaker tests against the oldest SDK the `sagemaker` extra admits (CI: `make test-sdk-floor`).
 
-    python tests/sagemaker/sdk_floor.py [--venv build/sdk-floor-venv] [--stack .venv] [pytest args...]
+    python tests/sagemaker/sdk_floor.py [--venv build/sdk-floor-venv] [--stack .venv] [--prepare-only] [pytest args...]
 
 The floor pins are read from pyproject.toml's `sagemaker` extra (each ``>=X`` becomes ``==X``) and installed
 with moto and pytest in a venv of their own, so pip resolves every dependency of the SDK at the floor. The
@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", type=Path, default=REPO / "build" / "sdk-floor-venv")
     parser.add_argument("--stack", type=Path, default=REPO / ".venv", help="the venv `make install` built")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="build the venv and stop (CI builds it in the background while the main tests run)")
     args, pytest_args = parser.parse_known_args(argv)
     stack_python = args.stack / "bin" / "python"
     if not stack_python.exists():
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                                "{m.version(d)}' for d in ('sagemaker', 'sagemaker-core', 'sagemaker-serve', "
                                "'boto3', 'botocore', 'moto')))"], check=True, capture_output=True, text=True)
     print(f"== SDK floor venv ready in {time.monotonic() - start:.0f} s: {versions.stdout.strip()}", flush=True)
+    if args.prepare_only:
+        return 0
     ignore = [f"--ignore={path}" for path in NEEDS_VLLM]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmd = [str(python), "-m", "pytest", "tests/sagemaker", "-p", "no:cacheprovider", *ignore, *(pytest_args or ["-q"])]

@@ -82,6 +82,9 @@ def test_acceptance_and_fresh_repeated_split(rec):
     # an ordinary token in the mask slots costs a lot; the learned hidden is at least as good as zero/random
     assert rec["peagle.ablation.learned_minus_ordinary_token"] > 0.2
     assert rec["peagle.ablation.learned_minus_best_replacement"] > -0.05
+    # the words under the ablation: "swapping the token hurts more than swapping the vector"
+    token_loss = rec["peagle.ablation.learned_minus_ordinary_token"]
+    assert token_loss > max(abl["learned"] - abl["zero hidden"], abl["learned"] - abl["random hidden"])
 
 
 def test_cost_vs_k_and_timelines_from_phases(rec):

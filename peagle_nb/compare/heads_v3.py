@@ -14,6 +14,7 @@ from peagle_nb.analysis import step_phases
 from peagle_nb.compare.target_v3 import EAGLE3_PASS_GOAL, PEAGLE_PASS_GOAL
 
 CONDITIONAL_GOAL = 0.6  # P-EAGLE's acceptance at depth d given d-1 accepted, depths 2-4, T <= 0.7
+GOAL_MAX_TEMPERATURE = 0.7  # the conditional goal holds at T <= 0.7
 GOAL_DEPTHS = (2, 3, 4)
 SPEED_RATIO_GOAL = 1.10  # P-EAGLE / EAGLE-3 at each one's best K, TPOT and end to end, 256+ tokens
 PLAIN_SPEEDUP_GOAL = 1.5  # both heads over plain decoding
@@ -127,3 +128,76 @@ def why_rows(engine_doc: Mapping) -> list[dict]:
     keys = ("temperature", "tokens", "prompt_set", "measured", "predicted", "predicted_k", "acceptance_factor",
             "step_factor", "verdict")
     return [{k: r[k] for k in keys} for r in predicted_regimes(engine_doc)]
+
+
+def served_conditional_rows(engine_doc: Mapping, k: int = 7, tokens: int = 256) -> list[dict]:
+    """Conditional acceptance as served: from every verification step of the engine's K=``k`` runs over ``tokens``
+    generated tokens (all sweeps pooled), per temperature, prompt set and method, the share of steps that accepted
+    depth d among those that accepted depth d-1. The heads' own evaluation drafts greedily; this is the goal's
+    "T <= 0.7" measured where the heads are served, sampled draft against sampled target included."""
+    rows = []
+    for reg in engine_doc.get("regimes", []):
+        if reg["max_new_tokens"] != tokens:
+            continue
+        for ps in sorted({r["prompt_set"] for r in reg["runs"]}):
+            for m in ("eagle3", "peagle"):
+                accepted = [a for r in reg["runs"] if r["method"] == m and r["k"] == k and r["prompt_set"] == ps
+                            for a in r["accepted_per_step"]]
+                if not accepted:
+                    continue
+                reached = [sum(a >= d for a in accepted) for d in range(k + 1)]  # steps accepting >= d drafts
+                cond = [reached[d] / reached[d - 1] if reached[d - 1] else None for d in range(1, 5)]
+                deep = [cond[d - 1] for d in GOAL_DEPTHS if cond[d - 1] is not None]
+                rows.append({"temperature": reg["temperature"], "prompt_set": ps, "method": m, "steps": len(accepted),
+                             **{f"depth {d}": cond[d - 1] for d in range(1, 5)},
+                             "weakest 2-4": min(deep) if deep else None,
+                             "meets goal": m == "peagle" and bool(deep) and min(deep) >= CONDITIONAL_GOAL})
+    return rows
+
+
+def served_rows_both_machines(gpu_doc: Mapping, cpu_doc: Mapping | None, k: int = 7, tokens: int = 256) -> list[dict]:
+    """:func:`served_conditional_rows` from the GPU record where it measured the point, else from the CPU sweep of the
+    same heads (acceptance is the heads' and the text's, not the machine's), each row naming its machine."""
+    rows = [dict(r, machine="H200") for r in served_conditional_rows(gpu_doc, k, tokens)]
+    have = {(r["temperature"], r["prompt_set"]) for r in rows}
+    if cpu_doc is not None:
+        rows += [dict(r, machine="CPU") for r in served_conditional_rows(cpu_doc, k, tokens)
+                 if (r["temperature"], r["prompt_set"]) not in have]
+    return sorted(rows, key=lambda r: (r["temperature"], r["prompt_set"], r["method"]))
+
+
+def ceiling_rows(ceiling_doc: Mapping, slots: tuple[int, ...] = GOAL_DEPTHS) -> list[dict]:
+    """The conditional parallel ceiling (``analysis.parallel_ceiling``: slot d's acceptance among paths that passed
+    slot d-1) per target, temperature and prompt set at ``slots``, its p10-p90 over resampled anchors, and whether it
+    leaves room for the conditional-acceptance goal."""
+    rows = []
+    for name, target in ceiling_doc["targets"].items():
+        for t, sets in target["by_temperature"].items():
+            for ps, s in sets.items():
+                row = {"target": name, "temperature": float(t), "prompt_set": ps, "anchors": s["anchors"]}
+                for d in slots:
+                    lo, hi = s["conditional_p10_p90"][d - 1]
+                    row[f"slot {d}"] = s["conditional"][d - 1]
+                    row[f"slot {d} p10-p90"] = f"{lo:.2f}-{hi:.2f}"
+                row["lowest"] = min(s["conditional"][d - 1] for d in slots)
+                row["room for goal"] = row["lowest"] >= CONDITIONAL_GOAL
+                rows.append(row)
+    return rows
+
+
+def served_against_ceiling(served: list[dict], ceiling_doc: Mapping, target: str = "v3") -> list[dict]:
+    """At every sampled point served: each head's conditional acceptance at depths 2-4 beside the parallel ceiling
+    of ``target`` at the same temperature and prompt set (slot d is depth d: slot 1 sees its whole context)."""
+    ceil = {(r["temperature"], r["prompt_set"]): r for r in ceiling_rows(ceiling_doc) if r["target"] == target}
+    out = []
+    for r in served:
+        c = ceil.get((r["temperature"], r["prompt_set"]))
+        if r["temperature"] == 0 or c is None:
+            continue
+        out.append({"temperature": r["temperature"], "prompt_set": r["prompt_set"], "method": r["method"],
+                    "machine": r["machine"],
+                    **{f"depth {d}": r[f"depth {d}"] for d in GOAL_DEPTHS},
+                    **{f"ceiling {d}": c[f"slot {d}"] for d in GOAL_DEPTHS},
+                    "above ceiling": [d for d in GOAL_DEPTHS if r[f"depth {d}"] is not None
+                                      and r[f"depth {d}"] > c[f"slot {d}"]]})
+    return out

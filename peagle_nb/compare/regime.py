@@ -107,8 +107,6 @@ def predicted_regimes(doc: Mapping) -> list[dict]:
     EAGLE-3 on TPOT, beside the measured ratio (each at its measured best K) and its verdict, split into the
     acceptance factor (tau_P / tau_E) and the step factor (EAGLE-3's step / P-EAGLE's) at the predicted best K. The
     model is fitted to each point's own phases: it explains a point from its parts, it does not forecast it."""
-    from statistics import median
-
     from peagle_nb.compare.step_model import fit_step_cost
 
     measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(doc)}
@@ -120,22 +118,30 @@ def predicted_regimes(doc: Mapping) -> list[dict]:
             if point is None or not runs:
                 continue
             cost = fit_step_cost(runs, label=f"T={reg['temperature']:g}, {reg['max_new_tokens']} tokens, {ps}")
-            best = {}
-            for m in ("eagle3", "peagle"):
-                mine = [r for r in runs if r["method"] == m]
-                book = median(r.get("bookkeeping_ms_per_step") or 0.0 for r in mine)
-                step = {k: cost.draft_ms(m, k) + cost.verify_ms(k + 1) + book for k in sorted({r["k"] for r in mine})}
-                tau = {k: median(r["tau"] for r in mine if r["k"] == k) for k in step}
-                k_best = min(step, key=lambda k: step[k] / tau[k])
-                best[m] = k_best, step[k_best] / tau[k_best], tau[k_best], step[k_best]
-            predicted = best["eagle3"][1] / best["peagle"][1]
+            pred = best_k_prediction(cost, runs, runs)
             out.append({"temperature": reg["temperature"], "tokens": reg["max_new_tokens"], "prompt_set": ps,
                         "measured": point["p_over_e_tpot"], "measured_min": point["p_over_e_tpot_min"],
                         "measured_max": point["p_over_e_tpot_max"], "verdict": point["tpot_verdict"],
-                        "predicted": predicted, "error": predicted / point["p_over_e_tpot"] - 1,
-                        "predicted_k": {m: best[m][0] for m in best},
-                        # predicted = acceptance factor x step factor, at the predicted best K
-                        "acceptance_factor": best["peagle"][2] / best["eagle3"][2],
-                        "step_factor": best["eagle3"][3] / best["peagle"][3],
-                        "within_spread": point["p_over_e_tpot_min"] <= predicted <= point["p_over_e_tpot_max"]})
+                        **pred, "error": pred["predicted"] / point["p_over_e_tpot"] - 1,
+                        "within_spread": point["p_over_e_tpot_min"] <= pred["predicted"] <= point["p_over_e_tpot_max"]})
     return out
+
+
+def best_k_prediction(cost, cost_runs: list[dict], tau_runs: list[dict]) -> dict:
+    """Each method's predicted time per output token, ``(draft + verify + bookkeeping) / tau``, at every K that
+    ``tau_runs`` measured, with the step costs of ``cost`` (a fitted ``StepCost``) and each method's bookkeeping
+    (its median over ``cost_runs``); the best K of each and P-EAGLE / EAGLE-3 on TPOT there, split into the
+    acceptance factor (tau_P / tau_E) and the step factor (EAGLE-3's step / P-EAGLE's)."""
+    from statistics import median
+
+    best = {}
+    for m in ("eagle3", "peagle"):
+        book = median(r.get("bookkeeping_ms_per_step") or 0.0 for r in cost_runs if r["method"] == m)
+        mine = [r for r in tau_runs if r["method"] == m]
+        step = {k: cost.draft_ms(m, k) + cost.verify_ms(k + 1) + book for k in sorted({r["k"] for r in mine})}
+        tau = {k: median(r["tau"] for r in mine if r["k"] == k) for k in step}
+        k_best = min(step, key=lambda k: step[k] / tau[k])
+        best[m] = k_best, step[k_best] / tau[k_best], tau[k_best], step[k_best]
+    return {"predicted": best["eagle3"][1] / best["peagle"][1], "predicted_k": {m: best[m][0] for m in best},
+            "acceptance_factor": best["peagle"][2] / best["eagle3"][2],
+            "step_factor": best["eagle3"][3] / best["peagle"][3]}

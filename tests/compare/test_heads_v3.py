@@ -84,3 +84,46 @@ def test_merge_leaves_out_a_regime_the_budget_cut_before_its_first_run(engine):
     merged = merge_parts([{**part, "regimes": [*part["regimes"], empty]}])
     assert (1.0, 64) not in {(r["temperature"], r["max_new_tokens"]) for r in merged["regimes"]}
     assert merged["parts"][0]["regimes"][-1] == (1.0, 64)  # the part still says what it was asked for
+
+
+def test_served_conditional_acceptance_pools_every_step_of_the_k7_runs(engine):
+    rows = heads_v3.served_conditional_rows(engine)
+    assert {(r["temperature"], r["prompt_set"]) for r in rows} == {(0.0, "code"), (0.0, "prose"), (0.7, "code"),
+                                                                     (0.7, "prose")}
+    reg = next(r for r in engine["regimes"] if r["temperature"] == 0.7 and r["max_new_tokens"] == 256)
+    runs = [r for r in reg["runs"] if r["method"] == "peagle" and r["k"] == 7 and r["prompt_set"] == "prose"]
+    row = next(r for r in rows if r["temperature"] == 0.7 and r["prompt_set"] == "prose" and r["method"] == "peagle")
+    assert row["steps"] == sum(r["steps"] for r in runs)
+    steps = [a for r in runs for a in r["accepted_per_step"]]
+    assert row["depth 2"] == sum(a >= 2 for a in steps) / sum(a >= 1 for a in steps)
+    # depth 1 given depth 0 is the per-position rate of position 1, pooled over the sweeps by their steps
+    assert row["depth 1"] == pytest.approx(
+        sum(r["accept_rate_per_position"][0] * r["steps"] for r in runs) / row["steps"])
+    # served, the rung-3 P-EAGLE head misses the goal at T <= 0.7 on both sets; EAGLE-3 holds more at depths 2-4
+    pe = [r for r in rows if r["method"] == "peagle"]
+    assert pe and not any(r["meets goal"] for r in pe)
+    for r in pe:
+        e3 = next(x for x in rows if x["method"] == "eagle3" and x["temperature"] == r["temperature"]
+                  and x["prompt_set"] == r["prompt_set"])
+        assert e3["weakest 2-4"] > r["weakest 2-4"]
+
+
+def test_the_parallel_ceiling_against_the_heads_as_served(engine):
+    cpu = json.loads((FOLDER / "engine_cpu_v3.json").read_text())
+    ceiling = json.loads((FOLDER / "parallel_ceiling.json").read_text())
+    served = heads_v3.served_rows_both_machines(engine, cpu)
+    # the H200 where it measured (T = 0, 0.7 on prose and code), the CPU sweep of the same heads elsewhere
+    assert {(r["temperature"], r["prompt_set"], r["machine"]) for r in served if r["method"] == "peagle"} == {
+        (0.0, "prose", "H200"), (0.0, "code", "H200"), (0.7, "prose", "H200"), (0.7, "code", "H200"),
+        (0.0, "ja", "CPU"), (0.7, "ja", "CPU"), (1.0, "prose", "CPU"), (1.0, "code", "CPU"), (1.0, "ja", "CPU")}
+    rows = {(r["target"], r["temperature"], r["prompt_set"]): r for r in heads_v3.ceiling_rows(ceiling)}
+    # "out of reach on prose and Japanese at the heads' temperature; only code leaves room"
+    assert [ps for ps in ("prose", "code", "ja") if rows[("v3", 0.7, ps)]["room for goal"]] == ["code"]
+    # "at T=1 the v3 target's ceiling is lower still on every set"
+    assert all(rows[("v3", 1.0, ps)]["lowest"] < rows[("v3", 0.7, ps)]["lowest"] for ps in ("prose", "code", "ja"))
+    against = heads_v3.served_against_ceiling(served, ceiling)
+    assert len(against) == 12
+    # "EAGLE-3 passes the parallel ceiling at deep slots on every set and temperature"
+    assert all(r["above ceiling"] for r in against if r["method"] == "eagle3")
+    # "P-EAGLE below its ceiling on prose and code at every depth"
+    assert not any(r["above ceiling"] for r in against if r["method"] == "peagle" and r["prompt_set"] != "ja")

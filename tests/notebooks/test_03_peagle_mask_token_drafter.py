@@ -207,3 +207,27 @@ def test_the_v3_model_errs_mostly_for_peagle_and_agrees_on_every_verdict(repo_ro
                                       .read_text()))
     assert all(p["predicted"] < 1 for p in v3)  # EAGLE-3's verdict at every point, as measured
     assert sum(p["error"] > 0 for p in v3) > len(v3) / 2  # "mostly erring in P-EAGLE's favour"
+
+
+def test_the_forecast_of_the_points_the_gpu_did_not_reach(rec):
+    from peagle_nb.compare import forecast
+
+    for fam, gpu, cpu in (("tiny", "engine_h200.json", "engine_cpu_regimes.json"),
+                          ("v3", "family_v3/engine_h200_v3.json", "family_v3/engine_cpu_v3.json")):
+        s = forecast.summarize(forecast.forecast_rows(*(json.loads((paths.results_dir() / f).read_text())
+                                                        for f in (gpu, cpu))))
+        assert rec[f"forecast.{fam}.checked_points"] == s["checked_points"]
+        assert rec[f"forecast.{fam}.verdicts_consistent"] == s["checked_points"]  # "agrees with its verdict"
+        assert rec[f"forecast.{fam}.max_abs_error"] == pytest.approx(s["max_abs_error"], abs=1e-4)
+        assert s["max_abs_error"] < 0.1
+        # "within a few percent ... sampling noise of a few prompts"
+        assert rec[f"forecast.{fam}.cpu_vs_h200_tau_gap"] < 0.2
+    # the words: tiny T=0.7 no P-EAGLE win, Japanese EAGLE-3 at both lengths; v3 T=1 about nine tenths, below 1
+    tiny = {k: v for k, v in rec.items() if k.startswith("forecast.tiny.T0.7.") and k.endswith(".verdict")}
+    assert len(tiny) == 6 and "peagle faster" not in tiny.values()
+    assert rec["forecast.tiny.T0.7.n64.ja.verdict"] == rec["forecast.tiny.T0.7.n256.ja.verdict"] == "eagle3 faster"
+    assert rec["forecast.tiny.T0.7.n256.prose.verdict"] == "eagle3 faster"
+    for ps in ("prose", "code", "ja"):
+        assert 0.9 < rec[f"forecast.v3.T1.n256.{ps}.p_over_e_tpot"] < 1
+        assert rec[f"forecast.v3.T1.n256.{ps}.verdict"] == "too close to call"
+    assert rec["forecast.v3.T0.n256.ja.verdict"] == rec["forecast.v3.T0.7.n256.ja.verdict"] == "eagle3 faster"

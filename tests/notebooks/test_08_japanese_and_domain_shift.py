@@ -253,3 +253,19 @@ def test_the_summary_says_what_the_v3_family_showed(rec, executed_dir):
     hi = max(v for k, v in rec.items() if k.startswith("family_v3.regime.p_over_e_tpot."))
     assert hi < 1  # "not P-EAGLE's win"
     assert "A deeper target makes drafting cheap but not P-EAGLE's win" in text and f"{lo:.2f}-{hi:.2f}x" in text
+
+
+def test_served_acceptance_and_the_parallel_ceiling_from_their_records(rec, executed_dir):
+    from peagle_nb.compare import heads_v3
+
+    folder = paths.results_dir() / "family_v3"
+    ceiling = json.loads((folder / "parallel_ceiling.json").read_text())
+    for r in heads_v3.ceiling_rows(ceiling):
+        assert rec[f"family_v3.ceiling.lowest_2_4.{r['target']}.T{r['temperature']:g}.{r['prompt_set']}"] == \
+            pytest.approx(r["lowest"], abs=1e-4)
+    assert rec["family_v3.ceiling.goal_room_sets"] == ["code"]  # "out of reach on prose and Japanese"
+    assert rec["family_v3.ceiling.points_above.eagle3"] == 6  # "passes the ceiling ... on every set and temperature"
+    assert rec["family_v3.served.weakest_2_4.T0.7.prose.peagle"] < heads_v3.CONDITIONAL_GOAL
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    assert "no mask slot can reach the goal on prose, ja" in text

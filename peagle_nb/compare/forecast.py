@@ -1,0 +1,104 @@
+"""Forecast the regime points a GPU record lacks: the GPU's measured step costs times acceptance measured on another
+machine. Explained in notebooks 03 (tiny family) and 08 (family v3, section 7).
+
+A point's P-EAGLE / EAGLE-3 on time per output token is the step-time model's
+(:func:`peagle_nb.compare.regime.best_k_prediction`): ``(draft + verify + bookkeeping) / tau`` for every method and
+K, each at its best K. The two inputs come apart cleanly:
+
+- the step costs are the machine's: fitted on the GPU record's regime of the same output length, at the nearest
+  temperature of the same kind (greedy with greedy, sampled with sampled: every T > 0 runs the same sampling
+  kernels), pooled over that regime's prompt sets;
+- tau is the models' and the text's: measured by an engine sweep on any machine (a CPU here), the same heads, the
+  same prompts, the same K.
+
+Where the GPU record did measure a point, its measured ratio sits beside the forecast, so the forecast is checked on
+points that were measured and trusted elsewhere only as far as those checks allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from statistics import median
+
+from peagle_nb.analysis import step_phases
+from peagle_nb.compare.regime import best_k_prediction
+from peagle_nb.compare.step_model import fit_step_cost
+
+SPEC = ("eagle3", "peagle")
+
+
+def cost_regime(gpu_doc: Mapping, temperature: float, tokens: int) -> Mapping:
+    """The GPU record's regime whose step costs stand for (``temperature``, ``tokens``): the same output length and
+    sampling kind, the nearest temperature. Raises ValueError naming what the record lacks."""
+    same = [r for r in gpu_doc.get("regimes", []) if r["max_new_tokens"] == tokens
+            and (r["temperature"] > 0) == (temperature > 0) and r["runs"]]
+    if not same:
+        kind = "sampled" if temperature > 0 else "greedy"
+        raise ValueError(f"the GPU record has no {kind} regime over {tokens} tokens to take step costs from: sweep "
+                         f"one (`engine_sweep --temperatures ... --lengths {tokens}`)")
+    return min(same, key=lambda r: abs(r["temperature"] - temperature))
+
+
+def _tau_k7(runs: list[dict], method: str) -> float | None:
+    taus = [r["tau"] for r in runs if r["method"] == method and r["k"] == 7]
+    return median(taus) if taus else None
+
+
+def forecast_rows(gpu_doc: Mapping, tau_doc: Mapping) -> list[dict]:
+    """One row per (temperature, output length, prompt set) of ``tau_doc``'s regimes: the forecast P-EAGLE /
+    EAGLE-3 on TPOT with its best K and factors, where its costs and tau came from, tau at K=7 on both machines, and
+    the GPU's measured ratio and the forecast's error where the GPU record has the point."""
+    measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(gpu_doc)}
+    gpu_runs = {(reg["temperature"], reg["max_new_tokens"]): reg["runs"] for reg in gpu_doc.get("regimes", [])}
+    out = []
+    for reg in tau_doc.get("regimes", []):
+        t, n = reg["temperature"], reg["max_new_tokens"]
+        src = cost_regime(gpu_doc, t, n)
+        cost_runs = src["runs"]
+        cost = fit_step_cost(cost_runs, label=f"GPU T={src['temperature']:g}, {n} tokens, all prompt sets")
+        for ps in sorted({r["prompt_set"] for r in reg["runs"]}):
+            tau_runs = [r for r in reg["runs"] if r["prompt_set"] == ps]
+            if not all(any(r["method"] == m for r in tau_runs) for m in SPEC):
+                continue
+            gpu_here = [r for r in gpu_runs.get((t, n), []) if r["prompt_set"] == ps]
+            row = {"temperature": t, "tokens": n, "prompt_set": ps, "costs_from_T": src["temperature"],
+                   **best_k_prediction(cost, cost_runs, tau_runs),
+                   **{f"{m}_tau_k7": _tau_k7(tau_runs, m) for m in SPEC},
+                   **{f"{m}_tau_k7_gpu": _tau_k7(gpu_here, m) for m in SPEC}}
+            point = measured.get((t, n, ps))
+            row["forecast"] = row.pop("predicted")
+            row.update({"measured": None, "measured_min": None, "measured_max": None, "verdict": None, "error": None})
+            if point is not None:
+                row.update({"measured": point["p_over_e_tpot"], "measured_min": point["p_over_e_tpot_min"],
+                            "measured_max": point["p_over_e_tpot_max"], "verdict": point["tpot_verdict"],
+                            "error": row["forecast"] / point["p_over_e_tpot"] - 1})
+            out.append(row)
+    return out
+
+
+def forecast_verdict(ratio: float, model_error: float) -> str:
+    """The verdict a forecast supports when it may be off by ``model_error`` (a fraction) either way: a win or a
+    loss only if the whole band lies on one side of 1."""
+    if ratio * (1 + model_error) < 1:
+        return "eagle3 faster"
+    if ratio * (1 - model_error) > 1:
+        return "peagle faster"
+    return "too close to call"
+
+
+def summarize(rows: list[dict]) -> dict:
+    """The check on measured points (largest |error|, verdicts that agree) and the verdict of each point the GPU did
+    not measure, within that largest error."""
+    checked = [r for r in rows if r["measured"] is not None]
+    if not checked:
+        raise ValueError("no forecast point was measured on the GPU: nothing checks the forecast")
+    worst = max(abs(r["error"]) for r in checked)
+    agree = [r for r in checked if forecast_verdict(r["forecast"], worst) in (r["verdict"], "too close to call")]
+    new = [{**{k: r[k] for k in ("temperature", "tokens", "prompt_set", "forecast", "predicted_k")},
+            "verdict": forecast_verdict(r["forecast"], worst)} for r in rows if r["measured"] is None]
+    return {"checked_points": len(checked), "max_abs_error": worst,
+            "median_abs_error": median(abs(r["error"]) for r in checked),
+            "verdicts_consistent": len(agree), "forecast_points": new}
+
+
+__all__ = ["cost_regime", "forecast_rows", "forecast_verdict", "summarize"]

@@ -36,6 +36,17 @@ def mode_name(t: float) -> str:
     return "greedy" if t == 0 else "sampled" if t == 1 else f"T{t:g}"
 
 
+def parse_targets(specs: list[str]) -> dict[str, Path]:
+    """``--targets NAME=FOLDER ...`` -> {name: folder}; a spec without a name or a model folder is named."""
+    targets = {}
+    for spec in specs:
+        name, _, folder = spec.partition("=")
+        if not name or not folder or not (Path(folder) / "config.json").is_file():
+            raise SystemExit(f"--targets {spec}: give NAME=FOLDER with a target model in FOLDER (config.json)")
+        targets[name] = Path(folder)
+    return targets
+
+
 def measure(target_dir: Path, prompts_per_set: int, new_tokens: int, temperatures, seed: int = 0) -> dict:
     model, tok = load_target(target_dir, dtype=torch.float32, device="cpu")
     sets = {d: load_prompts(d, prompts_per_set) for d in DOMAINS}
@@ -58,12 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
-    targets = {}
-    for spec in args.targets:
-        name, _, folder = spec.partition("=")
-        if not name or not folder or not (Path(folder) / "config.json").is_file():
-            raise SystemExit(f"--targets {spec}: give NAME=FOLDER with a target model in FOLDER (config.json)")
-        targets[name] = Path(folder)
+    targets = parse_targets(args.targets)
     if any(t < 0 for t in args.temperatures) or args.prompts_per_set < 1 or args.new_tokens < 8:
         raise SystemExit("--temperatures must be >= 0, --prompts-per-set >= 1 and --new-tokens >= 8")
     doc = {"generator": "python -m peagle_nb.lab.benchmarks.loops_by_temperature " + " ".join(argv),

@@ -25,6 +25,7 @@ import torch
 from peagle_nb.analysis import parallel_ceiling as pc
 from peagle_nb.engine.evaluate import encode_prompts
 from peagle_nb.files.results import machine_info, versions
+from peagle_nb.lab.benchmarks.loops_by_temperature import parse_targets
 from peagle_nb.models.checksums import weights_sha256
 from peagle_nb.models.target import load_target
 from peagle_nb.text.corpus import DOMAINS
@@ -67,12 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
-    targets = {}
-    for spec in args.targets:
-        name, _, folder = spec.partition("=")
-        if not name or not folder or not (Path(folder) / "config.json").is_file():
-            raise SystemExit(f"--targets {spec}: give NAME=FOLDER with a target model in FOLDER (config.json)")
-        targets[name] = Path(folder)
+    targets = parse_targets(args.targets)
     if any(t <= 0 for t in args.temperatures):
         raise SystemExit("--temperatures must be > 0: greedy decoding has no parallel ceiling (every path is equal)")
     if args.paths < 2 or min(args.prompts_per_set, args.anchors, args.stride, args.depth) < 1:

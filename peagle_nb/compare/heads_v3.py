@@ -8,7 +8,7 @@ the rung-3 pair (``family_v3/engine_h200_v3.json``: step phases, regimes with TT
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from peagle_nb.analysis import step_phases
 from peagle_nb.compare.target_v3 import EAGLE3_PASS_GOAL, PEAGLE_PASS_GOAL
@@ -19,6 +19,32 @@ GOAL_DEPTHS = (2, 3, 4)
 SPEED_RATIO_GOAL = 1.10  # P-EAGLE / EAGLE-3 at each one's best K, TPOT and end to end, 256+ tokens
 PLAIN_SPEEDUP_GOAL = 1.5  # both heads over plain decoding
 DOMAINS = ("prose", "code", "ja")
+HEADS_RECORDS = ("heads_h200", "heads_h200_r10")  # folders under family_v3/: rungs 1 and 3 with the ablations, then
+# the rung-10 pair alone (the two runs trained on the same data: :func:`merged_heads` checks it)
+TIMING_KEYS = ("generate_seconds", "build_seconds")  # what may differ between two builds of the same data
+
+
+def merged_heads(docs: Sequence[Mapping]) -> dict:
+    """One heads document from several runs of the heads command: every head by name, each tagged with its run's
+    index (``run``), and the runs' steps per pair. The runs must have trained on the same data from the same target
+    (a ladder compares budgets, nothing else): a difference is an error that names the field."""
+    first = docs[0]
+    same = {k: v for k, v in first["data"].items() if k not in TIMING_KEYS}
+    heads, pair_steps = {}, {}
+    for i, doc in enumerate(docs):
+        if doc["target_weights_sha256"] != first["target_weights_sha256"]:
+            raise ValueError(f"heads run {i} was trained on another target than run 0: a ladder needs one target")
+        data = {k: v for k, v in doc["data"].items() if k not in TIMING_KEYS}
+        diff = sorted(k for k in set(same) | set(data) if data.get(k) != same.get(k))
+        if diff:
+            raise ValueError(f"heads run {i} trained on other data than run 0 (differs in {', '.join(diff)}): "
+                             "a ladder compares budgets on the same data")
+        for name, h in doc["heads"].items():
+            if name in heads:
+                raise ValueError(f"head {name} is in two heads runs: keep one")
+            heads[name] = {**h, "run": i}
+        pair_steps.update(doc.get("pair_steps_run", {}))
+    return {**first, "heads": heads, "pair_steps_run": pair_steps, "runs": len(docs)}
 
 
 def conditional_rows(heads_doc: Mapping) -> list[dict]:
@@ -48,7 +74,7 @@ def ladder_rows(heads_doc: Mapping) -> list[dict]:
         _, method, rung = name.split("-")
         rows.append({"method": method, "rung": rung, "steps cap": h["steps_cap"], "steps run": h["steps_run"],
                      "train s": h["train_seconds"], **{f"tau {d}": h["acceptance"][d]["tau"] for d in DOMAINS}})
-    return sorted(rows, key=lambda r: (r["method"], r["rung"]))
+    return sorted(rows, key=lambda r: (r["method"], float(r["rung"][1:])))
 
 
 def ablation_rows(heads_doc: Mapping, rung: str = "r3") -> list[dict]:
@@ -201,3 +227,39 @@ def served_against_ceiling(served: list[dict], ceiling_doc: Mapping, target: str
                     "above ceiling": [d for d in GOAL_DEPTHS if r[f"depth {d}"] is not None
                                       and r[f"depth {d}"] > c[f"slot {d}"]]})
     return out
+
+
+def rung_rows(engine_docs: Mapping[str, Mapping]) -> list[dict]:
+    """The regime map of each rung's pair side by side ({rung: engine record}): per temperature, generation length
+    and prompt set, P-EAGLE / EAGLE-3 on TPOT with its spread over sweeps and verdict, end to end, and tau at K=7.
+    A point with fewer than 3 sweeps says so (``sweeps``): one sweep has no spread, so its verdict is provisional."""
+    rows = []
+    for rung, doc in engine_docs.items():
+        for r in regime_table(doc):
+            rows.append({"rung": rung, "temperature": r["temperature"], "tokens": r["tokens"],
+                         "prompt_set": r["prompt_set"], "sweeps": r["sweeps"], "p_over_e_tpot": r["p_over_e_tpot"],
+                         "p_over_e_tpot_min": r["p_over_e_tpot_min"], "p_over_e_tpot_max": r["p_over_e_tpot_max"],
+                         "tpot_verdict": r["tpot_verdict"], "p_over_e_e2e": r["p_over_e_e2e"],
+                         "eagle3_tau_k7": r["eagle3_tau_k7"], "peagle_tau_k7": r["peagle_tau_k7"]})
+    return sorted(rows, key=lambda r: (r["temperature"], r["tokens"], r["prompt_set"], float(r["rung"][1:])))
+
+
+def per_prompt_tau(engine_doc: Mapping, temperature: float, prompt_set: str, tokens: int = 256, sweep: int = 0,
+                   best_by: str = "tpot") -> list[dict]:
+    """Tau of every prompt (``tokens`` new tokens over that prompt's steps) at each method's best K, by TPOT
+    (``best_by="tpot"``) or by end-to-end tokens/s (``"e2e"``), and P-EAGLE's over EAGLE-3's. The TPOT summary is
+    a median over prompts, while end-to-end tokens/s pools the time of all prompts, so the slowest prompts weigh
+    most there. Where the two summaries disagree, this shows why."""
+    if best_by not in ("tpot", "e2e"):
+        raise ValueError(f"best_by={best_by!r}: choose 'tpot' (lowest time per output token) or 'e2e' (tokens/s)")
+    reg = next(r for r in engine_doc["regimes"]
+               if r["temperature"] == temperature and r["max_new_tokens"] == tokens)
+    key = "best_k_tpot" if best_by == "tpot" else "best_k"
+    best_k = {m: reg["summary"][prompt_set][f"{m}.{key}"] for m in ("eagle3", "peagle")}
+    runs = {r["method"]: r for r in reg["runs"] if r["prompt_set"] == prompt_set and r["sweep"] == sweep
+            and r["method"] in best_k and r["k"] == best_k[r["method"]]}
+    rows = []
+    for i, (e, p) in enumerate(zip(runs["eagle3"]["steps_per_prompt"], runs["peagle"]["steps_per_prompt"])):
+        rows.append({"prompt": i, "eagle3_k": best_k["eagle3"], "eagle3_tau": tokens / e,
+                     "peagle_k": best_k["peagle"], "peagle_tau": tokens / p, "p_over_e_tau": e / p})
+    return rows

@@ -127,3 +127,104 @@ def test_the_parallel_ceiling_against_the_heads_as_served(engine):
     assert all(r["above ceiling"] for r in against if r["method"] == "eagle3")
     # "P-EAGLE below its ceiling on prose and code at every depth"
     assert not any(r["above ceiling"] for r in against if r["method"] == "peagle" and r["prompt_set"] != "ja")
+
+
+# --- the rung-10 pair: a second heads run on the same data, and its H200 sweep ---
+
+def _heads_docs() -> list[dict]:
+    return [json.loads((FOLDER / f / "family_heads.json").read_text()) for f in heads_v3.HEADS_RECORDS]
+
+
+@pytest.fixture(scope="module")
+def merged():
+    return heads_v3.merged_heads(_heads_docs())
+
+
+@pytest.fixture(scope="module")
+def engine_r10():
+    return json.loads((FOLDER / "engine_h200_v3_r10.json").read_text())
+
+
+def test_rung_10_ran_in_lockstep_on_the_same_data_and_was_swept_with_its_own_weights(merged, engine_r10, engine):
+    steps = merged["pair_steps_run"]
+    assert steps["r10"]["eagle3"] == steps["r10"]["peagle"] and 2000 < steps["r10"]["peagle"] < 3000  # stopped by time
+    assert "lockstep: the partner stopped after" in (FOLDER / "heads_h200_r10" / "family_heads.log").read_text()
+    assert merged["runs"] == 2 and {h["run"] for n, h in merged["heads"].items() if n.endswith("-r10")} == {1}
+    assert len(merged["heads"]) == 9
+    for m in ("eagle3", "peagle"):  # the sweep names the weights the heads run wrote
+        assert engine_r10["model"]["weights_sha256"][m] == merged["heads"][f"v3-{m}-r10"]["weights_sha256"]
+    assert engine_r10["model"]["weights_sha256"]["target"] == engine["model"]["weights_sha256"]["target"]
+
+
+def test_merged_heads_refuses_runs_that_do_not_form_a_ladder():
+    first, second = _heads_docs()
+    other_data = {**second, "data": {**second["data"], "n_sequences": 1}}
+    with pytest.raises(ValueError, match="other data than run 0 .differs in n_sequences"):
+        heads_v3.merged_heads([first, other_data])
+    with pytest.raises(ValueError, match="another target"):
+        heads_v3.merged_heads([first, {**second, "target_weights_sha256": {"x": "y"}}])
+    with pytest.raises(ValueError, match="v3-eagle3-r10 is in two heads runs"):
+        heads_v3.merged_heads([first, second, second])
+    timing_only = {**second, "data": {**second["data"], "generate_seconds": 1.0}}  # rebuilding takes its own time
+    assert heads_v3.merged_heads([first, timing_only])["runs"] == 2
+
+
+def test_rung_10_lifts_peagle_most_and_clears_the_greedy_conditional_goal(merged):
+    ladder = {(r["method"], r["rung"]): r for r in heads_v3.ladder_rows(merged)}
+    assert [r["rung"] for r in heads_v3.ladder_rows(merged)][:3] == ["r1", "r3", "r10"]  # in budget order
+    for d in heads_v3.DOMAINS:
+        gain = {m: ladder[(m, "r10")][f"tau {d}"] / ladder[(m, "r3")][f"tau {d}"] for m in ("eagle3", "peagle")}
+        assert gain["peagle"] > gain["eagle3"] > 1  # "lifted P-EAGLE's tau far more than EAGLE-3's"
+    rows = [r for r in heads_v3.conditional_rows(merged) if r["head"] == "v3-peagle-r10"]
+    assert len(rows) == 3 and all(r["meets goal"] for r in rows)  # "clears the goal ... on every domain"
+
+
+def test_rung_10_map_narrows_the_gap_without_a_win(engine_r10, engine):
+    table = {(r["temperature"], r["prompt_set"]): r for r in heads_v3.regime_table(engine_r10)}
+    assert {r["sweeps"] for k, r in table.items() if k[0] == 0} == {3}
+    assert {r["sweeps"] for k, r in table.items() if k[0] == 0.7} == {1}  # "one sweep ... provisional"
+    assert table[(0, "code")]["tpot_verdict"] == "tie" and table[(0, "code")]["p_over_e_tpot_max"] > 1
+    assert table[(0, "prose")]["tpot_verdict"] == table[(0, "ja")]["tpot_verdict"] == "eagle3 faster"
+    assert 0.9 < table[(0, "prose")]["p_over_e_tpot"] < 1 < table[(0, "prose")]["p_over_e_e2e"]  # the summaries split
+    assert all(r["tpot_verdict"] == "eagle3 faster" for k, r in table.items() if k[0] == 0.7)
+    assert not any(g["meets goal"] for g in heads_v3.speed_goal(engine_r10).values())
+    rungs = {(r["rung"], r["temperature"], r["prompt_set"]): r
+             for r in heads_v3.rung_rows({"r3": engine, "r10": engine_r10}) if r["tokens"] == 256}
+    for ps in ("prose", "code"):  # "from well behind to close"
+        assert rungs[("r10", 0, ps)]["p_over_e_tpot"] > rungs[("r3", 0, ps)]["p_over_e_tpot"] + 0.2
+
+
+def test_rung_10_served_acceptance_and_the_ceiling(engine_r10):
+    served = {(r["temperature"], r["prompt_set"], r["method"]): r for r in heads_v3.served_conditional_rows(engine_r10)}
+    for ps in heads_v3.DOMAINS:
+        assert served[(0, ps, "peagle")]["meets goal"]  # greedy: clears the goal on every set
+        assert not served[(0.7, ps, "peagle")]["meets goal"]  # sampled: under it
+    ceiling = json.loads((FOLDER / "parallel_ceiling.json").read_text())
+    rows = [dict(r, machine="H200") for r in served.values()]
+    above = {(r["prompt_set"], r["method"]): r["above ceiling"] for r in heads_v3.served_against_ceiling(rows, ceiling)}
+    assert above[("prose", "peagle")] == [] and above[("ja", "peagle")] == [3, 4] and above[("code", "peagle")] == [3]
+
+
+def test_per_prompt_tau_shows_why_the_prose_summaries_disagree(engine_r10):
+    rows = heads_v3.per_prompt_tau(engine_r10, 0.0, "prose", best_by="e2e")
+    assert len(rows) == 8 and {r["eagle3_k"] for r in rows} == {r["peagle_k"] for r in rows} == {7}
+    hardest = sorted(rows, key=lambda r: r["eagle3_tau"])[:2]
+    assert all(r["p_over_e_tau"] > 1 for r in hardest)  # ahead where EAGLE-3 accepts least
+    assert sum(r["p_over_e_tau"] > 1 for r in rows) < len(rows) / 2  # behind on most prompts
+    run = next(r for r in engine_r10["regimes"][0]["runs"] if r["prompt_set"] == "prose" and r["method"] == "peagle"
+               and r["k"] == 7 and r["sweep"] == 0)
+    assert sum(256 / r["peagle_tau"] for r in rows) == pytest.approx(sum(run["steps_per_prompt"]))
+    tpot_rows = heads_v3.per_prompt_tau(engine_r10, 0.0, "prose")  # each method's K with the lowest median TPOT
+    assert {r["eagle3_k"] for r in tpot_rows} == {5}
+    with pytest.raises(ValueError, match="best_by='fast'"):
+        heads_v3.per_prompt_tau(engine_r10, 0.0, "prose", best_by="fast")
+
+
+def test_rung_10_summaries_recompute_from_their_runs(engine_r10):
+    from peagle_nb.engine.evaluate import summarize_sweep
+
+    assert [(r["temperature"], r["max_new_tokens"]) for r in engine_r10["regimes"]] == [(0.0, 256), (0.7, 256)]
+    for reg in engine_r10["regimes"]:
+        assert reg["summary"] == summarize_sweep(reg["runs"])
+        if reg["temperature"] == 0:  # greedy: every output equals plain greedy decoding (sampled: not checkable)
+            assert all(r["lossless"] is True for r in reg["runs"])

@@ -209,7 +209,8 @@ def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
 
     folder = paths.results_dir() / "family_v3"
     engine = json.loads((folder / "engine_h200_v3.json").read_text())
-    heads = json.loads((folder / "heads_h200" / "family_heads.json").read_text())
+    heads = heads_v3.merged_heads([json.loads((folder / f / "family_heads.json").read_text())
+                                   for f in heads_v3.HEADS_RECORDS])
     cost = heads_v3.measured_pass_costs(engine, target_v3.pass_cost_prediction(
         json.loads((paths.results_dir() / "engine_h200.json").read_text()), 8, 32))
     for m in ("peagle", "eagle3"):
@@ -221,8 +222,12 @@ def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
     for r in heads_v3.conditional_rows(heads):
         assert rec[f"family_v3.heads.weakest_conditional.{r['head']}.{r['domain']}"] == pytest.approx(
             r["weakest 2-4"], abs=1e-4)
-        if r["head"].startswith("v3-peagle-r") and r["domain"] != "ja":  # "under the goal on prose and code"
+        if r["head"] in ("v3-peagle-r1", "v3-peagle-r3") and r["domain"] != "ja":  # "under the goal on prose and code"
             assert r["weakest 2-4"] < heads_v3.CONDITIONAL_GOAL
+        if r["head"] == "v3-peagle-r10":  # "clears the goal at depths 2-4 on every domain"
+            assert r["weakest 2-4"] >= heads_v3.CONDITIONAL_GOAL
+    for rung, steps in heads["pair_steps_run"].items():
+        assert rec[f"family_v3.heads.pair_steps.{rung}"] == steps
     # the regime map: every measured point is printed with its verdict, and "P-EAGLE loses at every measured point"
     rows = heads_v3.regime_table(engine)
     assert len(rows) >= 6
@@ -269,3 +274,33 @@ def test_served_acceptance_and_the_parallel_ceiling_from_their_records(rec, exec
     cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
     assert "no mask slot can reach the goal on prose, ja" in text
+
+
+def test_the_rung_10_pair_is_printed_from_its_records(rec, executed_dir):
+    from peagle_nb.compare import heads_v3
+
+    engine = json.loads((paths.results_dir() / "family_v3" / "engine_h200_v3_r10.json").read_text())
+    for r in heads_v3.regime_table(engine):
+        key = f"T{r['temperature']:g}.{r['prompt_set']}"
+        assert rec[f"family_v3.r10.p_over_e_tpot.{key}"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)
+        assert rec[f"family_v3.r10.verdict.{key}"] == r["tpot_verdict"]
+        assert rec[f"family_v3.r10.sweeps.{key}"] == (3 if r["temperature"] == 0 else 1)
+    # the words: "a tie on code ... behind on prose and Japanese"; "at the heads' temperature behind on every set"
+    assert rec["family_v3.r10.verdict.T0.code"] == "tie"
+    assert rec["family_v3.r10.verdict.T0.prose"] == rec["family_v3.r10.verdict.T0.ja"] == "eagle3 faster"
+    assert all(rec[f"family_v3.r10.verdict.T0.7.{ps}"] == "eagle3 faster" for ps in ("prose", "code", "ja"))
+    assert rec["family_v3.r10.p_over_e_e2e.T0.prose"] > 1 > rec["family_v3.r10.p_over_e_tpot.T0.prose"]
+    assert rec["family_v3.r10.speed_goal_met.T0"] is False and rec["family_v3.r10.speed_goal_met.T0.7"] is False
+    for ps in ("prose", "code", "ja"):
+        assert rec[f"family_v3.r10.served.weakest_2_4.T0.{ps}.peagle"] >= heads_v3.CONDITIONAL_GOAL
+        assert rec[f"family_v3.r10.served.weakest_2_4.T0.7.{ps}.peagle"] < heads_v3.CONDITIONAL_GOAL
+    assert rec["family_v3.r10.above_ceiling.T0.7.prose.peagle"] == []  # "on prose under the ceiling at every depth"
+    assert rec["family_v3.r10.above_ceiling.T0.7.ja.peagle"] == [3, 4]
+    assert rec["family_v3.r10.above_ceiling.T0.7.code.peagle"] == [3]
+    assert rec["family_v3.r10.prose_t0.peagle_ahead_on_two_hardest"] is True
+    assert rec["family_v3.r10.prose_t0.prompts_peagle_ahead"] < 4  # "on most other prompts EAGLE-3 accepts more"
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    greedy = [rec[f"family_v3.r10.p_over_e_tpot.T0.{ps}"] for ps in ("prose", "code", "ja")]
+    lo, hi = min(greedy), max(greedy)
+    assert f"{lo:.2f}-{hi:.2f}x EAGLE-3 per output token" in text and "still no win" in text

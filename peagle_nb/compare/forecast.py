@@ -7,7 +7,8 @@ K, each at its best K. The two inputs come apart cleanly:
 
 - the step costs are the machine's: fitted on the GPU record's regime of the same output length, at the nearest
   temperature of the same kind (greedy with greedy, sampled with sampled: every T > 0 runs the same sampling
-  kernels), pooled over that regime's prompt sets;
+  kernels; a sampled point takes another sampled temperature's costs where there is one, so that measured sampled
+  points test the transfer), pooled over that regime's prompt sets;
 - tau is the models' and the text's: measured by an engine sweep on any machine (a CPU here), the same heads, the
   same prompts, the same K.
 
@@ -27,11 +28,16 @@ from peagle_nb.compare.step_model import fit_step_cost
 SPEC = ("eagle3", "peagle")
 
 
-def cost_regime(gpu_doc: Mapping, temperature: float, tokens: int) -> Mapping:
+def cost_regime(gpu_doc: Mapping, temperature: float, tokens: int, other_temperature: bool = False) -> Mapping:
     """The GPU record's regime whose step costs stand for (``temperature``, ``tokens``): the same output length and
-    sampling kind, the nearest temperature. Raises ValueError naming what the record lacks."""
+    sampling kind, the nearest temperature. With ``other_temperature`` a sampled point takes another sampled
+    temperature's costs where the record has one, so a point the GPU measured checks that costs carry across
+    temperatures (the forecast's assumption) rather than fitting its own. Raises ValueError naming what the record
+    lacks."""
     same = [r for r in gpu_doc.get("regimes", []) if r["max_new_tokens"] == tokens
             and (r["temperature"] > 0) == (temperature > 0) and r["runs"]]
+    if other_temperature and temperature > 0:
+        same = [r for r in same if r["temperature"] != temperature] or same
     if not same:
         kind = "sampled" if temperature > 0 else "greedy"
         raise ValueError(f"the GPU record has no {kind} regime over {tokens} tokens to take step costs from: sweep "
@@ -53,7 +59,7 @@ def forecast_rows(gpu_doc: Mapping, tau_doc: Mapping) -> list[dict]:
     out = []
     for reg in tau_doc.get("regimes", []):
         t, n = reg["temperature"], reg["max_new_tokens"]
-        src = cost_regime(gpu_doc, t, n)
+        src = cost_regime(gpu_doc, t, n, other_temperature=True)
         cost_runs = src["runs"]
         cost = fit_step_cost(cost_runs, label=f"GPU T={src['temperature']:g}, {n} tokens, all prompt sets")
         for ps in sorted({r["prompt_set"] for r in reg["runs"]}):

@@ -59,6 +59,20 @@ def test_costs_come_from_the_same_length_and_sampling_kind(v3_gpu):
         forecast.cost_regime(v3_gpu, 1.0, 512)
 
 
+def test_a_measured_sampled_point_takes_another_sampled_temperatures_costs(v3_gpu):
+    two = copy.deepcopy(v3_gpu)
+    hot = copy.deepcopy([r for r in two["regimes"] if r["temperature"] == 0.7])
+    for reg in hot:
+        reg["temperature"] = 1.0
+    two["regimes"] += hot
+    assert forecast.cost_regime(two, 0.7, 256)["temperature"] == 0.7
+    assert forecast.cost_regime(two, 0.7, 256, other_temperature=True)["temperature"] == 1.0
+    assert forecast.cost_regime(two, 1.0, 64, other_temperature=True)["temperature"] == 0.7
+    # greedy has one temperature; a lone sampled one is its own
+    assert forecast.cost_regime(two, 0.0, 256, other_temperature=True)["temperature"] == 0.0
+    assert forecast.cost_regime(v3_gpu, 0.7, 256, other_temperature=True)["temperature"] == 0.7
+
+
 def test_a_forecast_names_a_winner_only_outside_its_error_band():
     assert forecast.forecast_verdict(0.8, 0.1) == "eagle3 faster"
     assert forecast.forecast_verdict(0.95, 0.1) == "too close to call"

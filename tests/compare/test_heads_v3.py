@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import json
 
 import pytest
@@ -84,6 +86,18 @@ def test_merge_leaves_out_a_regime_the_budget_cut_before_its_first_run(engine):
     merged = merge_parts([{**part, "regimes": [*part["regimes"], empty]}])
     assert (1.0, 64) not in {(r["temperature"], r["max_new_tokens"]) for r in merged["regimes"]}
     assert merged["parts"][0]["regimes"][-1] == (1.0, 64)  # the part still says what it was asked for
+
+
+def test_a_merged_record_grows_by_one_part_and_keeps_its_parts(engine):
+    assert len(engine["parts"]) == 2  # engine_h200_v3.json: two calls merged
+    t0 = [r for r in engine["regimes"] if r["temperature"] == 0]
+    part = {k: v for k, v in engine.items() if k != "parts"}
+    later = {**part, "generator": "a later call", "regimes": copy.deepcopy(t0)}
+    for reg in later["regimes"]:
+        reg["temperature"] = 1.0
+    grown = merge_parts([engine, later])
+    assert grown["parts"][:2] == engine["parts"] and grown["parts"][2]["generator"] == "a later call"
+    assert {r["temperature"] for r in grown["regimes"]} == {0.0, 0.7, 1.0}
 
 
 def test_served_conditional_acceptance_pools_every_step_of_the_k7_runs(engine):

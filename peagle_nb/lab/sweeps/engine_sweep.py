@@ -346,7 +346,8 @@ def merge_parts(docs: list[dict]) -> dict:
     """One record from runs of this module made in several calls (a GPU lease caps each call's length), parts in the
     order they were recorded: the regimes of every part that hold runs, sorted by (temperature, length), and every
     other section, a later part's replacing an earlier one's (a part re-records what changed since); ``runs`` /
-    ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time."""
+    ``summary`` from the first regime; ``parts`` keeps each part's generator, creation time and run time (a part that
+    is itself a merged record brings its own ``parts``, so a record can grow by one call at a time)."""
     from peagle_nb.files.results import validate
 
     if not docs:
@@ -368,9 +369,9 @@ def merge_parts(docs: list[dict]) -> dict:
     out["notes"] = re.sub(r"regimes: temperatures \[[^\]]*\] x generation lengths \[[^\]]*\]",
                           f"regimes: temperatures {temps} x generation lengths {lengths}", out.get("notes", ""))
     out["runs"], out["summary"] = regimes[0]["runs"], regimes[0]["summary"]
-    out["parts"] = [{"generator": d.get("generator"), "created": d.get("created"), "run_seconds": d.get("run_seconds"),
-                     "regimes": [(r["temperature"], r["max_new_tokens"]) for r in d.get("regimes", [])]}
-                    for d in docs]
+    out["parts"] = [part for d in docs for part in d.get("parts") or [  # a merged record brings its own parts
+        {"generator": d.get("generator"), "created": d.get("created"), "run_seconds": d.get("run_seconds"),
+         "regimes": [(r["temperature"], r["max_new_tokens"]) for r in d.get("regimes", [])]}]]
     out["run_seconds"] = round(sum(d.get("run_seconds", 0.0) for d in docs), 1)
     return validate(out)
 

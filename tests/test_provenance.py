@@ -92,7 +92,7 @@ def _engine_file_recomputes(doc: dict) -> None:
 
 
 @pytest.mark.parametrize("name", ["engine_cpu.json", "engine_cpu_sampled.json", "engine_cpu_regimes.json",
-                                  "engine_h200.json"])
+                                  "engine_h200.json", "engine_h100.json"])
 def test_engine_summaries_recompute_from_their_runs(name):
     doc = load(name)
     for run in doc["runs"]:  # what every file holds: tau from the per-position rates

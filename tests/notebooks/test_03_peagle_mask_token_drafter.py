@@ -231,3 +231,33 @@ def test_the_forecast_of_the_points_the_gpu_did_not_reach(rec):
         assert 0.9 < rec[f"forecast.v3.T1.n256.{ps}.p_over_e_tpot"] < 1
         assert rec[f"forecast.v3.T1.n256.{ps}.verdict"] == "too close to call"
     assert rec["forecast.v3.T0.n256.ja.verdict"] == rec["forecast.v3.T0.7.n256.ja.verdict"] == "eagle3 faster"
+
+
+def test_the_tiny_t07_points_measured_on_an_h100_against_the_forecast(rec):
+    """The H100 record's numbers recompute from the file, and the words hold: no P-EAGLE win at T=0.7 (EAGLE-3 on
+    code and Japanese, a tie on prose), the card moves no verdict, and the CPU-tau forecast's worst point is tau's."""
+    from peagle_nb.compare import forecast
+
+    h100 = json.loads((paths.results_dir() / "engine_h100.json").read_text())
+    rows = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(h100)}
+    assert {(t, n) for t, n, _ in rows} == {(0.0, 256), (0.7, 256), (1.0, 256)}
+    for (t, n, ps), r in rows.items():
+        assert rec[f"regime.h100.t{t:g}.n{n}.{ps}.p_over_e_tpot"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)
+        assert rec[f"regime.h100.t{t:g}.n{n}.{ps}.tpot_verdict"] == r["tpot_verdict"]
+    t07 = {ps: rec[f"regime.h100.t0.7.n256.{ps}.tpot_verdict"] for ps in ("prose", "code", "ja")}
+    assert t07 == {"prose": "tie", "code": "eagle3 faster", "ja": "eagle3 faster"}
+    assert rows[(0.7, 256, "prose")]["p_over_e_tpot_max"] >= 1 > rows[(0.7, 256, "prose")]["p_over_e_tpot_min"]
+    # "the same verdict at every point" both cards measured, "within the printed gap"
+    assert rec["regime.h100.card_same_verdicts"] == [6, 6] and rec["regime.h100.card_gap_max"] < 0.1
+    assert rec["forecast.h100.checked_points"] == 9 == rec["forecast.h100.verdicts_consistent"]
+    # "about half": the GPU's own tau halves the largest error
+    assert rec["forecast.h100.own_tau_max_abs_error"] < 0.6 * rec["forecast.h100.max_abs_error"]
+    assert rec["forecast.h100.worst_point"] == [0.7, 256, "code"]
+    w = rec["forecast.h100.worst_point_tau"]  # P-EAGLE's CPU tau above every GPU sweep, EAGLE-3's in their low part
+    assert w["peagle"]["cpu"][0] > max(w["peagle"]["gpu"])
+    assert min(w["eagle3"]["gpu"]) <= w["eagle3"]["cpu"][0] < sorted(w["eagle3"]["gpu"])[1]
+    # the forecast had code level (too close to call), the GPU measured EAGLE-3 faster
+    cpu = json.loads((paths.results_dir() / "engine_cpu_regimes.json").read_text())
+    fc = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in forecast.forecast_rows(
+        json.loads((paths.results_dir() / "engine_h200.json").read_text()), cpu)}
+    assert 0.97 < fc[(0.7, 256, "code")]["forecast"] < 1.1

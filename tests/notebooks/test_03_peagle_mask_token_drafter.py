@@ -235,21 +235,44 @@ def test_the_forecast_of_the_points_the_gpu_did_not_reach(rec):
 
 def test_the_tiny_t07_points_measured_on_an_h100_against_the_forecast(rec):
     """The H100 record's numbers recompute from the file, and the words hold: no P-EAGLE win at T=0.7 (EAGLE-3 on
-    code and Japanese, a tie on prose), the card moves no verdict, and the CPU-tau forecast's worst point is tau's."""
+    code and Japanese, a tie on prose, at both lengths), one narrow win (greedy prose over 64 tokens, where the two
+    heads' tau nearly meet), the card moves only verdicts at the edge, and the CPU-tau forecast's worst point is
+    tau's."""
     from peagle_nb.compare import forecast
 
     h100 = json.loads((paths.results_dir() / "engine_h100.json").read_text())
     rows = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(h100)}
-    assert {(t, n) for t, n, _ in rows} == {(0.0, 256), (0.7, 256), (1.0, 256)}
+    assert {(t, n) for t, n, _ in rows} == {(t, n) for t in (0.0, 0.7, 1.0) for n in (64, 256)}
     for (t, n, ps), r in rows.items():
         assert rec[f"regime.h100.t{t:g}.n{n}.{ps}.p_over_e_tpot"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)
         assert rec[f"regime.h100.t{t:g}.n{n}.{ps}.tpot_verdict"] == r["tpot_verdict"]
-    t07 = {ps: rec[f"regime.h100.t0.7.n256.{ps}.tpot_verdict"] for ps in ("prose", "code", "ja")}
-    assert t07 == {"prose": "tie", "code": "eagle3 faster", "ja": "eagle3 faster"}
-    assert rows[(0.7, 256, "prose")]["p_over_e_tpot_max"] >= 1 > rows[(0.7, 256, "prose")]["p_over_e_tpot_min"]
-    # "the same verdict at every point" both cards measured, "within the printed gap"
-    assert rec["regime.h100.card_same_verdicts"] == [6, 6] and rec["regime.h100.card_gap_max"] < 0.1
-    assert rec["forecast.h100.checked_points"] == 9 == rec["forecast.h100.verdicts_consistent"]
+    for n in (64, 256):
+        t07 = {ps: rec[f"regime.h100.t0.7.n{n}.{ps}.tpot_verdict"] for ps in ("prose", "code", "ja")}
+        assert t07 == {"prose": "tie", "code": "eagle3 faster", "ja": "eagle3 faster"}
+        assert rows[(0.7, n, "prose")]["p_over_e_tpot_max"] >= 1 > rows[(0.7, n, "prose")]["p_over_e_tpot_min"]
+        assert all(rows[(1.0, n, ps)]["tpot_verdict"] == "eagle3 faster" for ps in ("prose", "code", "ja"))
+    # "one win, a narrow one": every sweep above 1 but by a few percent, where the heads' tau at K=7 nearly meet
+    assert rec["regime.h100.peagle_wins"] == [[0.0, 64, "prose"]]
+    win, long = rows[(0.0, 64, "prose")], rows[(0.0, 256, "prose")]
+    assert 1 < win["p_over_e_tpot_min"] and win["p_over_e_tpot"] < 1.05 and 1 < win["p_over_e_e2e"] < 1.05
+    assert win["peagle_tau_k7"] / win["eagle3_tau_k7"] > 0.9 > 0.75 > long["peagle_tau_k7"] / long["eagle3_tau_k7"]
+    # "nearly equal on fresh text at both lengths; most of the text fresh over 64, repeated over 256; EAGLE-3 follows
+    # the loops much further": the reason, from the runs the notebook recorded
+    short, longer = rec["regime.h100.t0.n64.prose.k7_text"], rec["regime.h100.t0.n256.prose.k7_text"]
+    for t in (short, longer):
+        assert t["peagle"]["tau_fresh"] / t["eagle3"]["tau_fresh"] > 0.9
+    assert short["peagle"]["repetition_fraction"] < 0.5 < longer["peagle"]["repetition_fraction"]
+    assert longer["eagle3"]["tau_repeated"] > 1.4 * longer["peagle"]["tau_repeated"]
+    assert long["tpot_verdict"] == "eagle3 faster" and max(win["peagle_tpot_speedup"], win["eagle3_tpot_speedup"]) < 1.2
+    # "within the printed gap"; the verdicts the card moves are those where one card's spread touches 1
+    h200 = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(
+        json.loads((paths.results_dir() / "engine_h200.json").read_text()))}
+    same, both = rec["regime.h100.card_same_verdicts"]
+    assert both == 12 and same == both - len(rec["regime.h100.card_moved_verdicts"]) >= 10
+    assert rec["regime.h100.card_gap_max"] < 0.1
+    for t, n, ps in rec["regime.h100.card_moved_verdicts"]:
+        assert "tie" in (rows[(t, n, ps)]["tpot_verdict"], h200[(t, n, ps)]["tpot_verdict"])
+    assert rec["forecast.h100.checked_points"] == 18 == rec["forecast.h100.verdicts_consistent"]
     # "about half": the GPU's own tau halves the largest error
     assert rec["forecast.h100.own_tau_max_abs_error"] < 0.6 * rec["forecast.h100.max_abs_error"]
     assert rec["forecast.h100.worst_point"] == [0.7, 256, "code"]

@@ -255,6 +255,8 @@ def test_carry_groups_respect_the_limit_and_cover_every_non_reserved_shard(tmp_p
     assert flat == [s["file"] for s in manifest["shards"] if s["split"] != "reserved"]
     with pytest.raises(ValueError, match="larger than"):
         corpus_v3.carry_groups(manifest, limit_bytes=10)
+    capped = corpus_v3.carry_groups(manifest, limit_bytes=10**9, max_files=2)  # the size limit alone: one group
+    assert [f for g in capped for f in g] == flat and all(len(g) <= 2 for g in capped) and len(capped) > 1
 
 
 def test_readme_table_is_the_manifest():

@@ -114,9 +114,10 @@ def load_documents(domain: str, split: str, folder: Path | None = None, manifest
 
 
 def carry_groups(manifest: dict | None = None, limit_bytes: int = 15 * 2**20,
-                 splits: tuple[str, ...] = ("train", "validation", "heldout")) -> list[list[str]]:
-    """The shards of ``splits`` packed, in manifest order, into groups of at most ``limit_bytes``: one group
-    per call when copying them to a machine that takes a limited amount of extra files per call."""
+                 splits: tuple[str, ...] = ("train", "validation", "heldout"), max_files: int = 8) -> list[list[str]]:
+    """The shards of ``splits`` packed, in manifest order, into groups of at most ``limit_bytes`` and ``max_files``
+    shards: one group per call when copying them to a machine that takes a limited amount (and a limited number of
+    paths) of extra files per call."""
     manifest = manifest if manifest is not None else load_manifest()
     groups: list[list[str]] = []
     size = 0
@@ -125,7 +126,7 @@ def carry_groups(manifest: dict | None = None, limit_bytes: int = 15 * 2**20,
             continue
         if shard["bytes"] > limit_bytes:
             raise ValueError(f"{shard['file']} ({shard['bytes']} bytes) is larger than the {limit_bytes}-byte limit")
-        if not groups or size + shard["bytes"] > limit_bytes:
+        if not groups or size + shard["bytes"] > limit_bytes or len(groups[-1]) >= max_files:
             groups.append([])
             size = 0
         groups[-1].append(shard["file"])
@@ -141,11 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Verify corpus v3's shards against data/corpus/manifest_v3.json")
     ap.add_argument("--carry-plan", action="store_true", help="print the shard groups to copy, one per call")
     ap.add_argument("--limit-mib", type=float, default=14.0, help="size limit of one group (MiB)")
+    ap.add_argument("--max-files", type=int, default=8, help="shards per group at most (paths one call may carry)")
     args = ap.parse_args(argv)
     manifest = load_manifest()
     if args.carry_plan:
         root = v3_dir()
-        for group in carry_groups(manifest, int(args.limit_mib * 2**20)):
+        for group in carry_groups(manifest, int(args.limit_mib * 2**20), max_files=args.max_files):
             print(" ".join(str((root / name).relative_to(paths.repo_root()) if root.is_relative_to(paths.repo_root())
                                else root / name) for name in group))
         return 0

@@ -255,6 +255,7 @@ def test_the_tiny_t07_points_measured_on_an_h100_against_the_forecast(rec):
     assert rec["regime.h100.peagle_wins"] == [[0.0, 64, "prose"]]
     win, long = rows[(0.0, 64, "prose")], rows[(0.0, 256, "prose")]
     assert 1 < win["p_over_e_tpot_min"] and win["p_over_e_tpot"] < 1.05 and 1 < win["p_over_e_e2e"] < 1.05
+    assert win["e2e_verdict"] == "peagle faster"  # every sweep ahead end to end too
     assert win["peagle_tau_k7"] / win["eagle3_tau_k7"] > 0.9 > 0.75 > long["peagle_tau_k7"] / long["eagle3_tau_k7"]
     # "nearly equal on fresh text at both lengths; most of the text fresh over 64, repeated over 256; EAGLE-3 follows
     # the loops much further": the reason, from the runs the notebook recorded

@@ -79,6 +79,25 @@ def ladder_rows(heads_doc: Mapping) -> list[dict]:
     return sorted(rows, key=lambda r: (r["method"], float(r["rung"][1:])))
 
 
+def pair_rows(heads_docs: Mapping[str, Mapping], rung: str = "r3") -> list[dict]:
+    """One rung's pair from several heads runs side by side ({label: heads command summary}), per held-out domain:
+    each method's steps and tau at its K, P-EAGLE / EAGLE-3 on tau, and P-EAGLE's weakest conditional acceptance at
+    depths 2-4. Runs on different targets are compared as runs of one recipe, not as one ladder (each row names its
+    target's weights)."""
+    rows = []
+    for label, doc in heads_docs.items():
+        e3, pe = doc["heads"][f"v3-eagle3-{rung}"], doc["heads"][f"v3-peagle-{rung}"]
+        for d in DOMAINS:
+            cond = pe["acceptance"][d]["conditional"]
+            rows.append({"run": label, "domain": d, "target sha256": doc["target_weights_sha256"][
+                             sorted(doc["target_weights_sha256"])[0]][:12],
+                         "eagle3 steps": e3["steps_run"], "peagle steps": pe["steps_run"],
+                         "eagle3 tau": e3["acceptance"][d]["tau"], "peagle tau": pe["acceptance"][d]["tau"],
+                         "p_over_e_tau": pe["acceptance"][d]["tau"] / e3["acceptance"][d]["tau"],
+                         "peagle weakest 2-4": min(cond[i - 1] for i in GOAL_DEPTHS)})
+    return rows
+
+
 def ablation_rows(heads_doc: Mapping, rung: str = "r3") -> list[dict]:
     """P-EAGLE at ``rung`` beside its ablations (same data, same time budget): steps run, tau per domain and its
     change from the full recipe."""

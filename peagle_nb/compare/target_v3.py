@@ -129,3 +129,36 @@ def pass_cost_prediction(engine_doc: Mapping, target_layers: int, deep_layers: i
             "meets_goal": {"eagle3": ratios["eagle3"] <= EAGLE3_PASS_GOAL,
                            "peagle": ratios["peagle"] <= PEAGLE_PASS_GOAL},
             "tiny_ratio": {m: ph[(m, 1)]["draft_ms"] / check_meas for m in ("eagle3", "peagle")}}
+
+
+def _validation_at(log: Mapping) -> dict[int, dict]:
+    return {h["step"]: h["validation_loss"] for h in log["history"] if "validation_loss" in h}
+
+
+def retraining_check(recorded: Mapping, rerun: Mapping) -> dict:
+    """A re-training of the v3 target (``rerun``'s training log) against the recorded one's card: per domain the
+    held-out bits per byte of both, their difference and the card's tolerance (``target_card.retrain_tolerance``);
+    the steps each run reached in its time budget; and the validation loss of both at the last step both logged,
+    in bits per byte (``equal-step gap``), which tells a different curve from the same curve stopped at another
+    step. Explained in notebook 08 (section 7)."""
+    from peagle_nb.training.target_card import retrain_tolerance
+
+    if recorded["config"]["arch"] != rerun["config"]["arch"]:
+        raise ValueError("the re-training has another architecture than the recorded target: compare like with like")
+    tol = retrain_tolerance(recorded)
+    val_a, val_b = _validation_at(recorded), _validation_at(rerun)
+    shared = max(set(val_a) & set(val_b))
+    rows = []
+    for d, t in tol.items():
+        a, b = recorded["heldout"][d]["bits_per_byte"], rerun["heldout"][d]["bits_per_byte"]
+        per_nat = a / recorded["heldout_loss"][d]  # bits per byte per nat per token, this domain's held-out text
+        rows.append({"domain": d, "recorded bits/byte": a, "re-trained bits/byte": b, "difference": b - a,
+                     "tolerance": t, "within": abs(b - a) <= t,
+                     "equal-step gap": (val_b[shared][d] - val_a[shared][d]) * per_nat})
+    equal_step_gap = max(abs(r["equal-step gap"]) for r in rows)
+    return {"rows": rows, "recorded_device": recorded["device"], "rerun_device": rerun["device"],
+            "recorded_steps": recorded["steps_run"], "rerun_steps": rerun["steps_run"],
+            "steps_ratio": rerun["steps_run"] / recorded["steps_run"], "shared_step": shared,
+            "within_all": all(r["within"] for r in rows), "equal_step_gap_max": equal_step_gap,
+            "equal_step_within_all": all(abs(r["equal-step gap"]) <= r["tolerance"] for r in rows),
+            "same_train_seconds": abs(recorded["train_seconds"] - rerun["train_seconds"]) < 1.0}

@@ -114,10 +114,10 @@ def load_documents(domain: str, split: str, folder: Path | None = None, manifest
 
 
 def carry_groups(manifest: dict | None = None, limit_bytes: int = 15 * 2**20,
-                 splits: tuple[str, ...] = ("train", "validation", "heldout"), max_files: int = 8) -> list[list[str]]:
-    """The shards of ``splits`` packed, in manifest order, into groups of at most ``limit_bytes`` and ``max_files``
-    shards: one group per call when copying them to a machine that takes a limited amount (and a limited number of
-    paths) of extra files per call."""
+                 splits: tuple[str, ...] = SPLITS, max_files: int = 8) -> list[list[str]]:
+    """The shards of ``splits`` (all by default: training verifies every shard, the reserved ones too) packed, in
+    manifest order, into groups of at most ``limit_bytes`` and ``max_files`` shards: one group per call when
+    copying them to a machine that takes a limited amount (and a limited number of paths) of extra files per call."""
     manifest = manifest if manifest is not None else load_manifest()
     groups: list[list[str]] = []
     size = 0

@@ -136,7 +136,11 @@ def _retraining_section(s: dict) -> str:
             "its held-out bits per byte land within the tolerance: how far the validation curve still moved over "
             f"this run's last {RETRAIN_WINDOW:.0%} of steps (`target_card.retrain_tolerance`). Results files name "
             "the sha256 of the weights they were measured with, so a re-trained model's results are told apart."
-            "\n\n| domain | bits per byte | tolerance |\n|---|---|---|\n" + rows + "\n")
+            "\n\n| domain | bits per byte | tolerance |\n|---|---|---|\n" + rows + "\n"
+            "\nThe tolerance holds for a re-training that stops near this run's step count. On a GPU of another "
+            "throughput, pin the steps instead of the seconds (the learning-rate schedule then ends where this "
+            "run's did): `python -m peagle_nb.lab.training_runs.family target --family v3 --runs "
+            f"{s['steps_run']} --time-budget-s 600 --deadline-s 1000 --out OUT`.\n")
 
 
 def _facts_table(s: dict, chose_on: str) -> str:

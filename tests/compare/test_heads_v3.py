@@ -241,3 +241,16 @@ def test_rung_10_summaries_recompute_from_their_runs(engine_r10):
         assert reg["summary"] == summarize_sweep(reg["runs"])
         if reg["temperature"] == 0:  # greedy: every output equals plain greedy decoding (sampled: not checkable)
             assert all(r["lossless"] is True for r in reg["runs"])
+
+
+def test_pair_rows_set_one_rungs_pair_from_several_runs_side_by_side(heads):
+    doc = json.loads((paths.results_dir() / "family_v3" / "heads_h100_r3" / "family_heads.json").read_text())
+    rows = heads_v3.pair_rows({"a": heads, "b": doc})
+    assert [(r["run"], r["domain"]) for r in rows] == [(run, d) for run in "ab" for d in heads_v3.DOMAINS]
+    for r in rows:
+        src = heads if r["run"] == "a" else doc
+        pe = src["heads"]["v3-peagle-r3"]["acceptance"][r["domain"]]
+        e3 = src["heads"]["v3-eagle3-r3"]["acceptance"][r["domain"]]
+        assert r["p_over_e_tau"] == pytest.approx(pe["tau"] / e3["tau"])
+        assert r["peagle weakest 2-4"] == min(pe["conditional"][1:4])
+    assert rows[0]["target sha256"] != rows[-1]["target sha256"]  # two targets: a recipe compared, not one ladder

@@ -112,3 +112,34 @@ def test_pass_cost_prediction_is_a_line_through_the_two_heads():
     assert c["deep_step_ms"] == pytest.approx(0.67)
     assert c["pass_ratio"]["peagle"] == pytest.approx(0.11 / 0.67) and c["meets_goal"]["peagle"] is True
     assert c["pass_ratio"]["eagle3"] == pytest.approx(0.05 / 0.67) and c["meets_goal"]["eagle3"] is False
+
+
+def test_retraining_check_tells_the_same_curve_stopped_earlier_from_another_model():
+    import copy
+    import json
+
+    from peagle_nb.compare.target_v3 import retraining_check
+    from peagle_nb.files import paths
+    from peagle_nb.training.target_card import retrain_tolerance
+
+    card = json.loads((paths.results_dir() / "family_v3" / "target_h200" / "training_log.json").read_text())
+    tol = retrain_tolerance(card)
+    same = copy.deepcopy(card)
+    for d in same["heldout"]:
+        same["heldout"][d]["bits_per_byte"] += tol[d] / 2
+    c = retraining_check(card, same)
+    assert c["within_all"] and c["equal_step_within_all"] and c["equal_step_gap_max"] == 0
+    assert c["shared_step"] == card["history"][-1]["step"] and c["steps_ratio"] == 1
+    other = copy.deepcopy(card)  # another model: worse held out, and its curve above the card's at every step
+    for d in other["heldout"]:
+        other["heldout"][d]["bits_per_byte"] += 3 * tol[d]
+    for h in other["history"]:
+        if "validation_loss" in h:
+            h["validation_loss"] = {d: v + 0.5 for d, v in h["validation_loss"].items()}
+    c = retraining_check(card, other)
+    assert not c["within_all"] and not c["equal_step_within_all"]
+    assert [r["domain"] for r in c["rows"] if not r["within"]] == list(tol)
+    wider = copy.deepcopy(card)
+    wider["config"]["arch"] = {**wider["config"]["arch"], "hidden_size": 512}
+    with pytest.raises(ValueError, match="another architecture"):
+        retraining_check(card, wider)

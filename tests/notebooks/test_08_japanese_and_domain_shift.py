@@ -122,6 +122,51 @@ def test_v3_training_determinism_is_printed_from_its_record(rec):
     assert worst < 1e-3  # not the same bytes, the same model: held-out loss agrees to well under a thousandth
 
 
+def test_v3_retraining_on_an_h100_is_the_same_curve_stopped_earlier(rec):
+    """The re-training (same 420 s, another GPU) against the recorded card: outside the tolerance where the lost
+    steps moved the curve more than the tolerance allows, within it at a step both runs logged."""
+    from peagle_nb.training.target_card import retrain_tolerance
+
+    folder = paths.results_dir() / "family_v3"
+    card = json.loads((folder / "target_h200" / "training_log.json").read_text())
+    rerun = json.loads((folder / "target_h100" / "training_log.json").read_text())
+    assert "H100" in rec["family_v3.retrain.device"] and rerun["train_seconds"] == pytest.approx(420, abs=1)
+    assert rec["family_v3.retrain.steps_ratio"] == pytest.approx(rerun["steps_run"] / card["steps_run"], abs=1e-3)
+    assert rec["family_v3.retrain.steps_ratio"] < 1 - 0.1  # more steps lost than the card's window allows for
+    tol = retrain_tolerance(card)
+    outside = []
+    for d in ("prose", "code", "ja"):
+        diff = rerun["heldout"][d]["bits_per_byte"] - card["heldout"][d]["bits_per_byte"]
+        assert rec[f"family_v3.retrain.difference.{d}"] == pytest.approx(diff, abs=1e-4)
+        assert 0 < diff < 0.05  # fewer steps: a little higher on every domain
+        outside += [d] if abs(diff) > tol[d] else []
+    assert rec["family_v3.retrain.outside"] == outside == ["prose", "ja"]
+    assert rec["family_v3.retrain.within_all"] is False
+    assert rec["family_v3.retrain.equal_step_within_all"] is True
+    assert rec["family_v3.retrain.equal_step_gap_max"] < 0.01
+    # the card now gives the step-pinned command for another GPU
+    assert f"--runs {card['steps_run']} " in (folder / "target_h200" / "model_card.md").read_text()
+
+
+def test_r3_pair_in_lockstep_keeps_the_gap(rec):
+    """Equal steps (the pair alone, in lockstep) on the re-trained target: P-EAGLE's tau is still well below
+    EAGLE-3's; the ratio rises over the recorded side-by-side pair's (unequal steps, fewer for P-EAGLE)."""
+    folder = paths.results_dir() / "family_v3"
+    lock = json.loads((folder / "heads_h100_r3" / "family_heads.json").read_text())
+    side = json.loads((folder / "heads_h200" / "family_heads.json").read_text())
+    assert rec["family_v3.r3_lockstep.target_is_retrained"] is True
+    assert rec["family_v3.r3_lockstep.equal_steps"] is True
+    assert side["heads"]["v3-peagle-r3"]["steps_run"] < side["heads"]["v3-eagle3-r3"]["steps_run"]
+    def p_over_e(doc, d):
+        return (doc["heads"]["v3-peagle-r3"]["acceptance"][d]["tau"]
+                / doc["heads"]["v3-eagle3-r3"]["acceptance"][d]["tau"])
+
+    for d in ("prose", "code", "ja"):
+        ratio, before = p_over_e(lock, d), p_over_e(side, d)
+        assert rec[f"family_v3.r3_lockstep.p_over_e_tau.{d}"] == pytest.approx(ratio, abs=1e-3)
+        assert before < ratio < 0.8
+
+
 
 def test_recorded_v3_target_is_held_to_its_goals_from_the_files(rec):
     from peagle_nb.compare import target_v3

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Family v3 in one GPU lease: the target, then the rung-3 pair alone in lockstep, then the regime map
+# (T in {1, 0.7, 0} x 64 / 256 tokens, three held-out sets). Explained in notebook 08 (section 7).
+#
+# The chain outlasts one call (600 s), so it runs as a background job that later calls poll:
+#   calls 1-3: carry corpus v3 (`python -m peagle_nb.text.corpus_v3 --carry-plan --limit-mib 44`, the tiny
+#              weights moved out of the tree for these calls: data/corpus/README.md);
+#   call 3 also: setsid nohup peagle_nb/lab/training_runs/v3_lease.sh > /tmp/v3lease.out 2>&1 < /dev/null &
+#                peagle_nb/lab/training_runs/v3_poll.sh 540 'target rc'
+#   next calls:  peagle_nb/lab/training_runs/v3_poll.sh SECONDS 'heads rc' 'target/v3-target.tar.gz.part*'
+#                peagle_nb/lab/training_runs/v3_poll.sh SECONDS done 'heads/v3-heads.tar.gz.part*'
+# A poll must end before the session's device time does: give it SECONDS under budget_left_s minus a minute for
+# the transfers (the machine goes back when the time is spent, and a call cut there returns nothing). The machine
+# also goes back after 30 s idle: call again at once. Times measured on an H100 (family_v3/target_h100/,
+# heads_h100_r3/): target 600 s, heads 420 s; the sweeps about 6 minutes.
+#
+# TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
+# of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
+# SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
+set -u
+cd "$(dirname "$0")/../../.."
+R=${R:-/tmp/v3run}; W=${W:-/tmp/v3work}
+mkdir -p "$R" /tmp/pk && ln -sfn "$PWD/kernels" /tmp/pk/peagle_kernels
+export PYTHONPATH=$PWD:/tmp/pk${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+PY=${PY:-python3}
+stage() { echo "$(date +%s) $*" | tee -a "$R/stages.txt"; }
+if [ -n "${SMOKE:-}" ]; then
+  TFLAGS="--smoke"; HFLAGS="--smoke --rungs 3 --base-steps 2 --ablations --gen-batch 8"; DEV=cpu
+  SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths 8"
+else
+  TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
+  HFLAGS="--n-sequences 90112 --generator lean --rungs 3 --base-steps 300 --ablations --time-budget-s 300
+          --sample-temperature 0.7 --deadline-s 560"
+  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths 64,256 --budget-s 120"
+fi
+stage start
+# shellcheck disable=SC2086  # the flag lists split into words on purpose
+$PY -m peagle_nb.lab.training_runs.family target --family v3 $TFLAGS --out "$R/target" --work "$W" > "$R/target.log" 2>&1
+stage "target rc=$?"
+kept=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['selection']['kept'])" "$R/target/family_target.json")
+T=$W/targets/$kept; echo "$T" > "$R/target_dir.txt"
+mkdir -p "$R/target_card" && cp "$T"/training_log.json "$T"/README.md "$T"/config.json "$R/target_card/"
+# shellcheck disable=SC2086
+$PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS --out "$R/heads" --work "$W" \
+    > "$R/heads.log" 2>&1
+stage "heads rc=$?"
+H=$W/heads/v3-heads
+for t in 1 0.7 0; do
+  # shellcheck disable=SC2086
+  $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r3" "$H/v3-peagle-r3" \
+      --prompts data/prompts/prose.jsonl data/prompts/code.jsonl data/prompts/ja.jsonl --temperatures $t $SFLAGS \
+      --sections none --out "$R/engine_t$t.json" > "$R/engine_t$t.log" 2>&1
+  stage "sweep t=$t rc=$?"
+done
+stage done

@@ -1,0 +1,46 @@
+"""The family-v3 lease chain (peagle_nb/lab/training_runs/v3_lease.sh and v3_poll.sh) at smoke size on this CPU:
+the same stages, paths and folders a GPU lease runs, so a lease is not spent finding a wrong path."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from peagle_nb.files import paths
+from tests.test_family import _mini_corpus_v3
+
+SCRIPTS = paths.repo_root() / "peagle_nb" / "lab" / "training_runs"
+
+
+@pytest.mark.slow
+def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temperature(tmp_path):
+    corpus, out = tmp_path / "v3", tmp_path / "out"
+    _mini_corpus_v3(corpus)
+    out.mkdir()
+    env = {**os.environ, "SMOKE": "1", "PY": sys.executable, "R": str(tmp_path / "run"), "W": str(tmp_path / "w"),
+           "PEAGLE_CORPUS_V3": str(corpus), "PEAGLE_CORPUS_V3_MANIFEST": str(corpus / "manifest_v3.json"),
+           "OUT": str(out)}
+    lease = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env=env, capture_output=True, text=True,
+                           timeout=900)
+    assert lease.returncode == 0, lease.stderr
+    stages = (tmp_path / "run" / "stages.txt").read_text().splitlines()
+    assert [s.split(" ", 1)[1] for s in stages] == ["start", "target rc=0", "heads rc=0", "sweep t=1 rc=0",
+                                                     "sweep t=0.7 rc=0", "sweep t=0 rc=0", "done"]
+    heads = json.loads((tmp_path / "run" / "heads" / "family_heads.json").read_text())
+    assert set(heads["heads"]) == {"v3-eagle3-r3", "v3-peagle-r3"}  # the pair alone: no ablations
+    assert heads["pair_steps_run"]["r3"]["eagle3"] == heads["pair_steps_run"]["r3"]["peagle"]  # lockstep
+    for t in (1.0, 0.7, 0.0):
+        doc = json.loads((tmp_path / "run" / f"engine_t{t:g}.json").read_text())
+        assert [r["temperature"] for r in doc["regimes"]] == [t]
+        assert doc["model"]["weights_sha256"]["target"] == heads["target_weights_sha256"]  # swept the new pair
+    poll = subprocess.run(["bash", str(SCRIPTS / "v3_poll.sh"), "5", "done", "target/v3-target.tar.gz.part*"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert poll.returncode == 0, poll.stderr
+    with tarfile.open(out / "run.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"./target_card/training_log.json", "./heads/family_heads.json", "./engine_t0.json"} <= names
+    assert not any(".part" in n for n in names)  # weights come back only as asked for, beside the tar
+    assert any(p.name.startswith("v3-target.tar.gz.part") for p in out.iterdir())

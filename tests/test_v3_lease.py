@@ -44,3 +44,11 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     assert {"./target_card/training_log.json", "./heads/family_heads.json", "./engine_t0.json"} <= names
     assert not any(".part" in n for n in names)  # weights come back only as asked for, beside the tar
     assert any(p.name.startswith("v3-target.tar.gz.part") for p in out.iterdir())
+    # a carried target: the same chain from the heads on, no target stage
+    target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
+    again = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
+                           env={**env, "TARGET_DIR": target, "R": str(tmp_path / "run2"), "W": str(tmp_path / "w2")})
+    assert again.returncode == 0, again.stderr
+    stages = (tmp_path / "run2" / "stages.txt").read_text().splitlines()
+    assert [s.split(" ", 1)[1] for s in stages][:3] == ["start", "target carried rc=0", "heads rc=0"]
+    assert json.loads((tmp_path / "run2" / "heads" / "family_heads.json").read_text())["target"] == target

@@ -14,6 +14,11 @@
 # also goes back after 30 s idle: call again at once. Times measured on an H100 (family_v3/target_h100/,
 # heads_h100_r3/): target 600 s, heads 420 s; the sweeps about 6 minutes.
 #
+# A target already trained (data/models/v3-target-h100, say) skips the target stage and the corpus: carry its files
+# (weights, config.json, tokenizer files, model.safetensors.index.json, training_log.json: 8 paths a call, the tiny
+# weights moved out) and the heads' prompts file (`python -m peagle_nb.lab.training_runs.family_v3 prompts --target
+# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads and sweeps
+# take about 13 minutes.
 # TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
 # of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
@@ -34,15 +39,21 @@ else
   DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths 64,256 --budget-s 120"
 fi
 stage start
-# shellcheck disable=SC2086  # the flag lists split into words on purpose
-$PY -m peagle_nb.lab.training_runs.family target --family v3 $TFLAGS --out "$R/target" --work "$W" > "$R/target.log" 2>&1
-stage "target rc=$?"
-kept=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['selection']['kept'])" "$R/target/family_target.json")
-T=$W/targets/$kept; echo "$T" > "$R/target_dir.txt"
-mkdir -p "$R/target_card" && cp "$T"/training_log.json "$T"/README.md "$T"/config.json "$R/target_card/"
+if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)
+  T=$TARGET_DIR; stage "target carried rc=0"
+else
+  # shellcheck disable=SC2086  # the flag lists split into words on purpose
+  $PY -m peagle_nb.lab.training_runs.family target --family v3 $TFLAGS --out "$R/target" --work "$W" \
+      > "$R/target.log" 2>&1
+  stage "target rc=$?"
+  kept=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['selection']['kept'])" "$R/target/family_target.json")
+  T=$W/targets/$kept
+  mkdir -p "$R/target_card" && cp "$T"/training_log.json "$T"/README.md "$T"/config.json "$R/target_card/"
+fi
+echo "$T" > "$R/target_dir.txt"
 # shellcheck disable=SC2086
-$PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS --out "$R/heads" --work "$W" \
-    > "$R/heads.log" 2>&1
+$PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS ${PROMPTS:+--prompts "$PROMPTS"} \
+    --out "$R/heads" --work "$W" > "$R/heads.log" 2>&1
 stage "heads rc=$?"
 H=$W/heads/v3-heads
 for t in 1 0.7 0; do

@@ -12,13 +12,14 @@
 # A poll must end before the session's device time does: give it SECONDS under budget_left_s minus a minute for
 # the transfers (the machine goes back when the time is spent, and a call cut there returns nothing). The machine
 # also goes back after 30 s idle: call again at once. Times measured on an H100 (family_v3/target_h100/,
-# heads_h100_r3/): target 600 s, heads 420 s; the sweeps about 6 minutes.
+# heads_h100_r3/): target 600 s, heads 420 s. The sweeps are not yet timed on this chain: about 6 minutes is an
+# estimate from engine_h200_v3.json's runs (fewer prompts and repeats here), and each is capped by --budget-s.
 #
 # A target already trained (data/models/v3-target-h100, say) skips the target stage and the corpus: carry its files
 # (weights, config.json, tokenizer files, model.safetensors.index.json, training_log.json: 8 paths a call, the tiny
 # weights moved out) and the heads' prompts file (`python -m peagle_nb.lab.training_runs.family_v3 prompts --target
-# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads and sweeps
-# take about 13 minutes.
+# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads (420 s
+# measured) and sweeps (estimated above), about 13 minutes.
 # TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
 # of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.

@@ -19,7 +19,7 @@ import pytest
 
 from peagle_nb.files import paths, results
 
-RESULTS = sorted(p.name for p in paths.results_dir().glob("*.json"))
+RESULTS = sorted(p.name for pattern in ("*.json", "*.json.gz") for p in paths.results_dir().glob(pattern))
 MEASURED = [name for name in RESULTS if name != "published.json"]
 
 RECORDED_BEFORE: dict[tuple[str, str], str] = {}  # none left: every file passes every check
@@ -92,7 +92,8 @@ def _engine_file_recomputes(doc: dict) -> None:
 
 
 @pytest.mark.parametrize("name", ["engine_cpu.json", "engine_cpu_sampled.json", "engine_cpu_regimes.json",
-                                  "engine_h200.json", "engine_h100.json"])
+                                  "engine_h200.json", "engine_h100.json", "engine_h100_recheck.json.gz",
+                                  "family_v3/engine_h100_v3_lockstep.json.gz"])
 def test_engine_summaries_recompute_from_their_runs(name):
     doc = load(name)
     for run in doc["runs"]:  # what every file holds: tau from the per-position rates

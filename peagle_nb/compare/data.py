@@ -20,7 +20,7 @@ HINT = ("every results file must follow peagle_nb/files/results.py (see data/res
 def load_results(files: Sequence[str | Path] | None = None, directory: str | Path | None = None) -> list[dict]:
     """Read and validate results files.
 
-    ``files``: explicit paths (a user's own runs); ``directory``: every ``*.json`` in it (default
+    ``files``: explicit paths (a user's own runs); ``directory``: every ``*.json`` and ``*.json.gz`` in it (default
     ``data/results/`` when neither is given). Each returned doc gets ``"_path"``. A missing or
     malformed file raises :class:`ResultsFormatError` naming the file, the problem and the fix.
     """
@@ -28,7 +28,7 @@ def load_results(files: Sequence[str | Path] | None = None, directory: str | Pat
         folder = Path(directory) if directory is not None else paths.results_dir()
         if not folder.is_dir():
             raise ResultsFormatError(f"{folder}: results folder not found; pass directory= or files=")
-        files = sorted(folder.glob("*.json"))
+        files = sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])
     docs = []
     for f in files:
         f = Path(f)

@@ -107,4 +107,22 @@ def summarize(rows: list[dict]) -> dict:
             "verdicts_consistent": len(agree), "forecast_points": new}
 
 
-__all__ = ["cost_regime", "forecast_rows", "forecast_verdict", "summarize"]
+def against_measured(points: list[dict], measured_doc: Mapping) -> list[dict]:
+    """Forecast points (``summarize(...)["forecast_points"]``) beside a later GPU record's measurement of the same
+    (temperature, length, prompt set): the measured ratio, its spread and verdict, and whether the forecast's
+    verdict holds (a "too close to call" holds against any measurement). Points the record lacks are left out."""
+    measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(measured_doc)}
+    out = []
+    for p in points:
+        m = measured.get((p["temperature"], p["tokens"], p["prompt_set"]))
+        if m is None:
+            continue
+        out.append({"temperature": p["temperature"], "tokens": p["tokens"], "prompt_set": p["prompt_set"],
+                    "forecast": p["forecast"], "forecast_verdict": p["verdict"], "measured": m["p_over_e_tpot"],
+                    "measured_min": m["p_over_e_tpot_min"], "measured_max": m["p_over_e_tpot_max"],
+                    "measured_verdict": m["tpot_verdict"],
+                    "holds": p["verdict"] in (m["tpot_verdict"], "too close to call")})
+    return out
+
+
+__all__ = ["against_measured", "cost_regime", "forecast_rows", "forecast_verdict", "summarize"]

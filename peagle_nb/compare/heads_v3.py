@@ -150,19 +150,24 @@ def regime_table(engine_doc: Mapping) -> list[dict]:
     return out
 
 
-def speed_goal(engine_doc: Mapping, min_tokens: int = 256) -> dict:
+def speed_goal(engine_doc: Mapping, min_tokens: int = 256, by_length: bool = False) -> dict:
     """The issue's speed goal at every measured temperature over ``min_tokens``+ tokens: P-EAGLE at least
     ``SPEED_RATIO_GOAL`` x EAGLE-3 on TPOT and end to end on at least 2 sets, both heads ``PLAIN_SPEEDUP_GOAL`` x
-    plain decoding (TPOT)."""
+    plain decoding (TPOT). With ``by_length`` each (temperature, length) is judged on its own (a record with 256 and
+    512 tokens would otherwise count a set twice)."""
     out = {}
-    for t in sorted({r["temperature"] for r in engine_doc["regimes"]}):
-        rows = [r for r in regime_table(engine_doc) if r["temperature"] == t and r["tokens"] >= min_tokens]
+    table = regime_table(engine_doc)
+    keys = sorted({(r["temperature"], r["tokens"]) if by_length else r["temperature"]
+                   for r in table if r["tokens"] >= min_tokens})
+    for key in keys:
+        rows = [r for r in table if r["tokens"] >= min_tokens
+                and ((r["temperature"], r["tokens"]) if by_length else r["temperature"]) == key]
         wins = [r["prompt_set"] for r in rows
                 if r["p_over_e_tpot"] >= SPEED_RATIO_GOAL and r["p_over_e_e2e"] >= SPEED_RATIO_GOAL]
         both_fast = [r["prompt_set"] for r in rows if min(r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"])
                      >= PLAIN_SPEEDUP_GOAL]
-        out[t] = {"sets": [r["prompt_set"] for r in rows], "peagle_wins": wins, "both_over_plain": both_fast,
-                  "meets goal": len(wins) >= 2 and len(both_fast) >= 2}
+        out[key] = {"sets": [r["prompt_set"] for r in rows], "peagle_wins": wins, "both_over_plain": both_fast,
+                    "meets goal": len(wins) >= 2 and len(both_fast) >= 2}
     return out
 
 

@@ -36,6 +36,18 @@ def test_bad_files_get_a_clear_error(tmp_path, content, expected):
         assert "data/results/README.md" in str(info.value)
 
 
+def test_a_gzip_results_file_round_trips_byte_for_byte_and_a_fake_one_is_named(tmp_path):
+    doc = synthetic.doc()
+    a, b = write_results(tmp_path / "a.json.gz", doc), write_results(tmp_path / "b.json.gz", doc)
+    assert a.read_bytes() == b.read_bytes() and a.read_bytes()[:2] == b"\x1f\x8b"  # gzip, no timestamp in it
+    assert {d["_path"].rsplit("/", 1)[-1] for d in load_results(directory=tmp_path)} == {"a.json.gz", "b.json.gz"}
+    assert load_results([a])[0]["runs"] == doc["runs"]
+    fake = tmp_path / "fake.json.gz"
+    fake.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFormatError, match="fake.json.gz: named .gz but not gzip"):
+        load_results([fake])
+
+
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(ResultsFormatError, match="no such results file"):
         load_results([tmp_path / "nope.json"])

@@ -131,3 +131,19 @@ def test_the_v3_cpu_record_recomputes_from_its_raw_runs(v3_cpu):
 
     _engine_file_recomputes(v3_cpu)  # tau from every step's accepted count, the summary from the runs
     _generator_is_this_repository(v3_cpu)
+
+
+def test_forecast_points_beside_a_later_measurement(v3_gpu, v3_cpu):
+    """``against_measured``: each forecast point the later record measured, with its verdict; a "too close to call"
+    holds against any measurement, a named winner only against the same one; points the record lacks are left out."""
+    from peagle_nb.files.results import read_results
+
+    points = forecast.summarize(forecast.forecast_rows(v3_gpu, v3_cpu))["forecast_points"]
+    lock = read_results(RESULTS / "family_v3" / "engine_h100_v3_lockstep.json.gz")
+    rows = forecast.against_measured(points, lock)
+    assert [(r["temperature"], r["tokens"], r["prompt_set"]) for r in rows] == [
+        (p["temperature"], p["tokens"], p["prompt_set"]) for p in points]
+    assert all(r["holds"] and r["measured_min"] <= r["measured"] <= r["measured_max"] for r in rows)
+    fake = [dict(points[0], verdict="peagle faster"), dict(points[0], verdict="too close to call"),
+            dict(points[0], tokens=1024)]
+    assert [r["holds"] for r in forecast.against_measured(fake, lock)] == [False, True]

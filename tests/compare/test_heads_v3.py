@@ -77,6 +77,18 @@ def test_regime_map_and_speed_goal(engine):
     assert goal[0.0]["both_over_plain"] == ["code", "prose"]
     why = heads_v3.why_rows(engine)
     assert all(w["acceptance_factor"] < 1 < w["step_factor"] for w in why)
+    by_length = heads_v3.speed_goal(engine, by_length=True)  # one length over 256 here: the same judgement
+    assert {t: g for (t, n), g in by_length.items()} == goal and {n for _, n in by_length} == {256}
+
+
+def test_speed_goal_by_length_counts_each_set_once_per_length():
+    from peagle_nb.files.results import read_results
+
+    lock = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_lockstep.json.gz")
+    pooled, apart = heads_v3.speed_goal(lock), heads_v3.speed_goal(lock, by_length=True)
+    assert sorted(pooled[0.0]["sets"]) == ["code", "code", "ja", "ja", "prose", "prose"]  # 256 and 512 pooled
+    assert set(apart) == {(t, n) for t in (0.0, 0.7, 1.0) for n in (256, 512)}
+    assert all(sorted(g["sets"]) == ["code", "ja", "prose"] and not g["meets goal"] for g in apart.values())
 
 
 def test_merge_leaves_out_a_regime_the_budget_cut_before_its_first_run(engine):

@@ -285,3 +285,41 @@ def test_the_tiny_t07_points_measured_on_an_h100_against_the_forecast(rec):
     fc = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in forecast.forecast_rows(
         json.loads((paths.results_dir() / "engine_h200.json").read_text()), cpu)}
     assert 0.97 < fc[(0.7, 256, "code")]["forecast"] < 1.1
+
+
+def test_the_one_tiny_win_holds_in_six_more_sweeps(rec):
+    """The re-check (greedy, 64 tokens, 6 more sweeps on the same card): P-EAGLE ahead on prose in every sweep, on
+    TPOT and end to end; code and Japanese stay EAGLE-3's, as in the first record."""
+    from peagle_nb.files.results import read_results
+
+    doc = read_results(paths.results_dir() / "engine_h100_recheck.json.gz")
+    assert doc["machine"]["device"] == "NVIDIA H100 80GB HBM3"
+    rows = {r["prompt_set"]: r for r in step_phases.regime_rows(doc)}
+    assert all(len(doc["regimes"][0]["summary"][ps]["eagle3.best_k_per_sweep"]) == 6 for ps in rows)
+    for ps, r in rows.items():
+        assert rec[f"regime.h100_recheck.t0.n64.{ps}.p_over_e_tpot"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)
+    prose = rows["prose"]
+    assert prose["p_over_e_tpot_min"] > 1 and prose["p_over_e_tpot"] < 1.1  # "a narrow one"
+    assert rec["regime.h100_recheck.t0.n64.prose.verdicts"] == ["peagle faster", "peagle faster"]
+    assert rec["regime.h100_recheck.t0.n64.code.verdicts"][0] == "eagle3 faster"
+    assert rec["regime.h100_recheck.t0.n64.ja.verdicts"][0] == "eagle3 faster"
+    assert rec["regime.h100_recheck.same_verdicts"] is True
+
+
+def test_the_v3_forecast_verdicts_hold_on_the_complete_h100_map(rec):
+    """Every forecast point of family v3 measured on the H100 map (a sibling pair): the verdicts hold; the step-time
+    model beside every point; the product of the two factors passes 1 only at ties."""
+    from peagle_nb.compare.regime import predicted_regimes
+    from peagle_nb.files.results import read_results
+
+    held, total = rec["forecast.v3.verdicts_hold_on_the_h100_map"]
+    assert total == 5 == held  # T=1 on three sets, Japanese greedy and at 0.7, all over 256 tokens
+    lock = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_lockstep.json.gz")
+    pred = predicted_regimes(lock)
+    assert rec["regime.v3_h100.points"] == len(pred) == 27
+    assert rec["regime.v3_h100.peagle_faster_points"] == 0
+    assert rec["regime.v3_h100.verdicts_where_product_over_1"] == ["tie"]
+    assert 1.15 < rec["regime.v3_h100.step_factor_max"] < 1.25  # "at most about a fifth of a step"
+    deepest = max(pred, key=lambda r: r["step_factor"])
+    assert deepest["predicted_k"]["eagle3"] == 7  # "where EAGLE-3 drafts seven deep"
+    assert rec["regime.v3_h100.model_max_abs_error"] == pytest.approx(max(abs(r["error"]) for r in pred), abs=1e-4)

@@ -416,11 +416,9 @@ def main(argv=None) -> int:
     p.add_argument("--budget-s", type=float, default=None, help="start no new configuration after this many seconds")
     a = p.parse_args(argv)
     if a.merge:
-        import json
+        from peagle_nb.files.results import generator_command, read_results, write_results
 
-        from peagle_nb.files.results import generator_command, write_results
-
-        doc = merge_parts([json.loads(Path(f).read_text()) for f in a.merge])
+        doc = merge_parts([read_results(f) for f in a.merge])  # .json or .json.gz: a record grows a call at a time
         doc["generator"] = generator_command()
         write_results(a.out, doc)
         return 0

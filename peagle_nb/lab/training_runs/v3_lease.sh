@@ -12,14 +12,15 @@
 # A poll must end before the session's device time does: give it SECONDS under budget_left_s minus a minute for
 # the transfers (the machine goes back when the time is spent, and a call cut there returns nothing). The machine
 # also goes back after 30 s idle: call again at once. Times measured on an H100 (family_v3/target_h100/,
-# heads_h100_r3/): target 600 s, heads 420 s. The sweeps are not yet timed on this chain: about 6 minutes is an
-# estimate from engine_h200_v3.json's runs (fewer prompts and repeats here), and each is capped by --budget-s.
+# heads_h100_r3/, heads_h100_r3_rerun/): target 600 s, heads 420 s (381 s from a carried prompts file), the three
+# sweeps 359 s (each capped by --budget-s: at 120 s the T=1 sweep's 256-token regime stopped at 2 sweeps of 3, so the
+# recorded map re-ran it alone, and the cap is now 180 s; data/results/README.md, engine_h100_v3_lockstep.json.gz).
 #
 # A target already trained (data/models/v3-target-h100, say) skips the target stage and the corpus: carry its files
 # (weights, config.json, tokenizer files, model.safetensors.index.json, training_log.json: 8 paths a call, the tiny
 # weights moved out) and the heads' prompts file (`python -m peagle_nb.lab.training_runs.family_v3 prompts --target
-# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads (420 s
-# measured) and sweeps (estimated above), about 13 minutes.
+# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads and
+# sweeps in about 12 minutes (measured: 381 + 359 s).
 # TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
 # of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
@@ -37,7 +38,7 @@ else
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
   HFLAGS="--n-sequences 90112 --generator lean --rungs 3 --base-steps 300 --ablations --time-budget-s 300
           --sample-temperature 0.7 --deadline-s 560"
-  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths 64,256 --budget-s 120"
+  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths 64,256 --budget-s 180"
 fi
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)

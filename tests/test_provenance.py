@@ -92,7 +92,7 @@ def _engine_file_recomputes(doc: dict) -> None:
 
 
 @pytest.mark.parametrize("name", ["engine_cpu.json", "engine_cpu_sampled.json", "engine_cpu_regimes.json",
-                                  "engine_h200.json", "engine_h100.json", "engine_h100_recheck.json.gz",
+                                  "engine_h200.json", "engine_h100.json.gz", "engine_h100_recheck.json.gz",
                                   "family_v3/engine_h100_v3_lockstep.json.gz"])
 def test_engine_summaries_recompute_from_their_runs(name):
     doc = load(name)

@@ -3,8 +3,8 @@ notebook 08 (section 7).
 
 Inputs: the heads command's summary (``family_v3/heads_h200/family_heads.json``: every head's held-out acceptance
 per depth and conditional on the depth before, its steps and weights) and the engine record of the v3 target with
-the rung-3 pair (``family_v3/engine_h200_v3.json``: step phases, regimes with TTFT / TPOT and tau on fresh text);
-the rung-10 pair's own heads run and sweep (``family_v3/heads_h200_r10/``, ``family_v3/engine_h200_v3_r10.json``),
+the rung-3 pair (``family_v3/engine_h200_v3.json.gz``: step phases, regimes with TTFT / TPOT and tau on fresh text);
+the rung-10 pair's own heads run and sweep (``family_v3/heads_h200_r10/``, ``family_v3/engine_h200_v3_r10.json.gz``),
 read beside them as one ladder (:func:`merged_heads`) and one map per rung (:func:`rung_rows`).
 """
 

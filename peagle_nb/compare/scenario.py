@@ -122,8 +122,9 @@ def what_if(scn: Scenario, variants: dict[str, dict]) -> list[dict]:
 
 
 def slug(key: str) -> str:
-    """A record-name-safe form of a scenario key: ``"engine_cpu.json · prose"`` -> ``"engine_cpu.prose"``."""
+    """A record-name-safe form of a scenario key: ``"engine_cpu.json · prose"`` -> ``"engine_cpu.prose"`` (a
+    ``.json.gz`` file's name loses both suffixes)."""
     import re
 
-    return ".".join(re.sub(r"[^A-Za-z0-9_-]+", "_", part.strip().removesuffix(".json")).strip("_")
+    return ".".join(re.sub(r"[^A-Za-z0-9_-]+", "_", part.strip().removesuffix(".gz").removesuffix(".json")).strip("_")
                     for part in key.split("·"))

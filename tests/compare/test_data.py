@@ -64,3 +64,9 @@ def test_shipped_results_files_are_valid_and_published_numbers_cite_sources():
     for doc in docs:  # every file in data/results/ is documented in its README
         name = doc["_path"].rsplit("/", 1)[-1]
         assert f"`{name}`" in (paths.results_dir() / "README.md").read_text(), f"{name} missing from README"
+
+
+def test_record_names_drop_the_json_and_gzip_suffixes():
+    from peagle_nb.compare.scenario import slug
+
+    assert slug("engine_cpu.json · prose") == "engine_cpu.prose" == slug("engine_cpu.json.gz · prose")

@@ -4,24 +4,24 @@ checked on the points the GPU did measure."""
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 
 from peagle_nb.compare import forecast
 from peagle_nb.compare.regime import predicted_regimes
 from peagle_nb.files import paths
+from peagle_nb.files.results import read_results
 
 RESULTS = paths.results_dir()
 
 
 def _load(*parts: str) -> dict:
-    return json.loads(RESULTS.joinpath(*parts).read_text())
+    return read_results(RESULTS.joinpath(*parts))
 
 
 @pytest.fixture(scope="module")
 def v3_gpu():
-    return _load("family_v3", "engine_h200_v3.json")
+    return _load("family_v3", "engine_h200_v3.json.gz")
 
 
 @pytest.fixture(scope="module")

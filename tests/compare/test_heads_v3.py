@@ -9,6 +9,7 @@ import pytest
 
 from peagle_nb.compare import heads_v3
 from peagle_nb.files import paths
+from peagle_nb.files.results import read_results
 from peagle_nb.lab.sweeps.engine_sweep import merge_parts
 
 FOLDER = paths.results_dir() / "family_v3"
@@ -21,7 +22,7 @@ def heads():
 
 @pytest.fixture(scope="module")
 def engine():
-    return json.loads((FOLDER / "engine_h200_v3.json").read_text())
+    return read_results(FOLDER / "engine_h200_v3.json.gz")
 
 
 def test_the_heads_were_trained_on_the_recorded_target_from_equal_data(heads):
@@ -100,7 +101,7 @@ def test_merge_leaves_out_a_regime_the_budget_cut_before_its_first_run(engine):
 
 
 def test_a_merged_record_grows_by_one_part_and_keeps_its_parts(engine):
-    assert len(engine["parts"]) == 2  # engine_h200_v3.json: two calls merged
+    assert len(engine["parts"]) == 2  # engine_h200_v3.json.gz: two calls merged
     t0 = [r for r in engine["regimes"] if r["temperature"] == 0]
     part = {k: v for k, v in engine.items() if k != "parts"}
     later = {**part, "generator": "a later call", "regimes": copy.deepcopy(t0)}
@@ -167,7 +168,7 @@ def merged():
 
 @pytest.fixture(scope="module")
 def engine_r10():
-    return json.loads((FOLDER / "engine_h200_v3_r10.json").read_text())
+    return read_results(FOLDER / "engine_h200_v3_r10.json.gz")
 
 
 def test_rung_10_ran_in_lockstep_on_the_same_data_and_was_swept_with_its_own_weights(merged, engine_r10, engine):

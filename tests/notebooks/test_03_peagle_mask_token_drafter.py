@@ -8,6 +8,7 @@ import math
 import pytest
 
 from peagle_nb.files import paths
+from peagle_nb.files.results import read_results
 from peagle_nb.analysis import step_phases
 
 NOTEBOOK = "03_peagle_mask_token_drafter.ipynb"
@@ -184,12 +185,10 @@ def test_the_step_model_beside_every_regime_point_and_the_rule_it_states(rec, re
 
 
 def test_the_v3_map_beside_the_tiny_one_and_the_rule_across_both(rec, repo_root):
-    import json
 
     from peagle_nb.compare.regime import predicted_regimes
 
-    v3 = predicted_regimes(json.loads((repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json")
-                                      .read_text()))
+    v3 = predicted_regimes(read_results(repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json.gz"))
     assert rec["regime.v3.peagle_faster_points"] == sum(p["measured"] > 1 for p in v3) == 0  # "below 1 everywhere"
     lo, hi = rec["regime.v3.acceptance_factor_range"]
     assert hi < 1 and lo == pytest.approx(min(p["acceptance_factor"] for p in v3), abs=1e-4)
@@ -199,12 +198,10 @@ def test_the_v3_map_beside_the_tiny_one_and_the_rule_across_both(rec, repo_root)
 
 
 def test_the_v3_model_errs_mostly_for_peagle_and_agrees_on_every_verdict(repo_root):
-    import json
 
     from peagle_nb.compare.regime import predicted_regimes
 
-    v3 = predicted_regimes(json.loads((repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json")
-                                      .read_text()))
+    v3 = predicted_regimes(read_results(repo_root / "data" / "results" / "family_v3" / "engine_h200_v3.json.gz"))
     assert all(p["predicted"] < 1 for p in v3)  # EAGLE-3's verdict at every point, as measured
     assert sum(p["error"] > 0 for p in v3) > len(v3) / 2  # "mostly erring in P-EAGLE's favour"
 
@@ -213,8 +210,8 @@ def test_the_forecast_of_the_points_the_gpu_did_not_reach(rec):
     from peagle_nb.compare import forecast
 
     for fam, gpu, cpu in (("tiny", "engine_h200.json", "engine_cpu_regimes.json"),
-                          ("v3", "family_v3/engine_h200_v3.json", "family_v3/engine_cpu_v3.json")):
-        s = forecast.summarize(forecast.forecast_rows(*(json.loads((paths.results_dir() / f).read_text())
+                          ("v3", "family_v3/engine_h200_v3.json.gz", "family_v3/engine_cpu_v3.json")):
+        s = forecast.summarize(forecast.forecast_rows(*(read_results(paths.results_dir() / f)
                                                         for f in (gpu, cpu))))
         assert rec[f"forecast.{fam}.checked_points"] == s["checked_points"]
         assert rec[f"forecast.{fam}.verdicts_consistent"] == s["checked_points"]  # "agrees with its verdict"
@@ -240,7 +237,7 @@ def test_the_tiny_t07_points_measured_on_an_h100_against_the_forecast(rec):
     tau's."""
     from peagle_nb.compare import forecast
 
-    h100 = json.loads((paths.results_dir() / "engine_h100.json").read_text())
+    h100 = read_results(paths.results_dir() / "engine_h100.json.gz")
     rows = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(h100)}
     assert {(t, n) for t, n, _ in rows} == {(t, n) for t in (0.0, 0.7, 1.0) for n in (64, 256)}
     for (t, n, ps), r in rows.items():

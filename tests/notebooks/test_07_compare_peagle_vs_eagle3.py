@@ -24,6 +24,10 @@ BEST_K_MISSES = sorted([f"MT-Bench.c{c}.peagle:K=5" for c in (16, 32, 64)]
                        + [f"SPEED-Bench_Code.c{c}.peagle:K=5" for c in (1, 2, 4, 8, 16, 32, 64)])
 
 
+def stem(name: str) -> str:  # a results file's name in record names: no .json, no .json.gz
+    return name.removesuffix(".gz").removesuffix(".json")
+
+
 def _published_checks(rec):
     assert "published.json" in rec["data.files"]
     assert rec["published.n_ratios"] == 21 and rec["published.n_acceptance"] == 12
@@ -142,8 +146,8 @@ def test_notebook_07_with_the_shipped_results(run_notebook):
             assert rec[f"advisor.tiny.c{c}.{method}_best_k"] == int(k)
         for f in engine_files:
             for ps in ("prose", "code"):
-                assert rec[f"why.{f.removesuffix('.json')}.{ps}.peagle_pass_in_eagle3_passes"] > 0
-                rec_name = f"advisor.measured.{f.removesuffix('.json')}.{ps}.c1.recommendation"
+                assert rec[f"why.{stem(f)}.{ps}.peagle_pass_in_eagle3_passes"] > 0
+                rec_name = f"advisor.measured.{stem(f)}.{ps}.c1.recommendation"
                 assert rec[rec_name].split()[0] in {"peagle", "eagle3", "none"}, rec_name
     else:
         assert "measured_scenarios" in result.skipped
@@ -163,7 +167,7 @@ def test_notebook_07_with_the_shipped_results(run_notebook):
         assert rec["measured.vllm_cpu.tau_vs_engine_same_prompts.max_abs_rel_diff"] < 0.02
     if "vllm_cpu.json" in rec["data.measured_files"] and engine_files:  # other files: rough agreement only
         for f in engine_files:
-            assert rec[f"measured.vllm_cpu.tau_vs_{f.removesuffix('.json')}.mean_abs_rel_diff"] < 0.35
+            assert rec[f"measured.vllm_cpu.tau_vs_{stem(f)}.mean_abs_rel_diff"] < 0.35
 
 
 def test_notebook_07_recommends_the_known_best_k_on_a_synthetic_sweep(run_notebook, tmp_path):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from peagle_nb.files import paths
+from peagle_nb.files.results import read_results
 
 NOTEBOOK = "08_japanese_and_domain_shift.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K": 7, "SEEDS": [0, 1, 2]}
@@ -332,7 +333,7 @@ def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
     from peagle_nb.compare import heads_v3, target_v3
 
     folder = paths.results_dir() / "family_v3"
-    engine = json.loads((folder / "engine_h200_v3.json").read_text())
+    engine = read_results(folder / "engine_h200_v3.json.gz")
     heads = heads_v3.merged_heads([json.loads((folder / f / "family_heads.json").read_text())
                                    for f in heads_v3.HEADS_RECORDS])
     cost = heads_v3.measured_pass_costs(engine, target_v3.pass_cost_prediction(
@@ -403,7 +404,7 @@ def test_served_acceptance_and_the_parallel_ceiling_from_their_records(rec, exec
 def test_the_rung_10_pair_is_printed_from_its_records(rec, executed_dir):
     from peagle_nb.compare import heads_v3
 
-    engine = json.loads((paths.results_dir() / "family_v3" / "engine_h200_v3_r10.json").read_text())
+    engine = read_results(paths.results_dir() / "family_v3" / "engine_h200_v3_r10.json.gz")
     for r in heads_v3.regime_table(engine):
         key = f"T{r['temperature']:g}.{r['prompt_set']}"
         assert rec[f"family_v3.r10.p_over_e_tpot.{key}"] == pytest.approx(r["p_over_e_tpot"], abs=1e-4)

@@ -175,4 +175,6 @@ def read_results(path: str | Path) -> dict[str, Any]:
         raise ResultsFormatError(f"{path}: not valid JSON ({exc})") from None
     except gzip.BadGzipFile as exc:
         raise ResultsFormatError(f"{path}: named .gz but not gzip ({exc}): rename it .json or compress it") from None
+    except EOFError:
+        raise ResultsFormatError(f"{path}: the gzip stream ends early (a partial copy?): copy the file again") from None
     return validate(doc, str(path))

@@ -46,6 +46,10 @@ def test_a_gzip_results_file_round_trips_byte_for_byte_and_a_fake_one_is_named(t
     fake.write_text(json.dumps(doc))
     with pytest.raises(ResultsFormatError, match="fake.json.gz: named .gz but not gzip"):
         load_results([fake])
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(a.read_bytes()[:-20])
+    with pytest.raises(ResultsFormatError, match="cut.json.gz: the gzip stream ends early"):
+        load_results([cut])
 
 
 def test_missing_file_and_folder(tmp_path):

@@ -231,6 +231,9 @@ def test_the_complete_v3_map_on_the_h100_is_recorded_and_its_words_hold(rec, exe
     for m in ("eagle3", "peagle"):
         assert all(ba[f"T1.{ps}.{m}"][1] < 0.92 * ba[f"T1.{ps}.{m}"][0] for ps in ("code", "ja"))
         assert ba[f"T1.prose.{m}"][1] > 0.95 * ba[f"T1.prose.{m}"][0]
+    # "greedy text past that point is mostly loops": over 512 tokens at least 3/4 of it lies in repeated 8-grams,
+    # so more than half of the last 256 tokens does
+    assert all(by[(0.0, 512, ps)]["repetition_k7"] >= 0.75 for ps in ("prose", "code", "ja"))
     greedy = {n: max(rec[f"family_v3.h100_map.p_over_e_tpot.T0.n{n}.{ps}"] for ps in ("prose", "code", "ja"))
               for n in (64, 256, 512)}
     assert greedy[512] < min(greedy[64], greedy[256])  # "the greedy gap is widest over 512 tokens"

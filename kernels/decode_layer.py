@@ -9,7 +9,9 @@ replace the ~25 of plain PyTorch ops (the rest are the layer's four matrix produ
   store k, v into the cache at each row's slot;
 - ``cache_attention``: each query row attends to cache slots ``0..positions[row]``. The loop bound is
   read from memory, so one captured CUDA graph serves every cache length, and only the filled part of
-  the cache is read (a masked attention over the whole cache costs ~70% of a step);
+  the cache is read (a masked attention over the whole cache costs ~70% of a step). With ``window`` W a
+  row reads only the W slots ending at its own (and the first ``sinks``): a drafter never attends across
+  more positions than it was trained on (notebook 08);
 - ``silu_mul``: ``silu(gate) * up`` over the fused gate/up product.
 
 Cache layout: ``k_cache``, ``v_cache`` ``[Hkv, S, D]`` per layer, slot = position; a row whose slot is a
@@ -188,6 +190,8 @@ def cache_attention_kernel(
     start_ptr,  # [T] int64: first slot of row t's sequence (a batch in one cache); read only if HAS_START
     out_ptr,  # [T, HQ, D]
     S, scale,
+    window,  # int: row t reads the `window` slots ending at its own (S + 1: all of them) ...
+    sinks,  # int: ... and the first `sinks` slots of its sequence
     HQ: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, HAS_START: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -196,15 +200,17 @@ def cache_attention_kernel(
     d = tl.arange(0, D)
     q = tl.load(q_ptr + (row * HQ + head) * D + d).to(tl.float32) * scale
     n_keys = tl.load(pos_ptr + row) + 1  # the loop bound comes from memory: one graph for every length
+    lo = tl.maximum(n_keys - window, 0)  # first slot of the window
+    begin = tl.where(sinks > 0, 0, lo - lo % BLOCK_N)  # skip the blocks left of the window (no sinks to read)
     m = tl.full([1], float("-inf"), tl.float32)
     l_sum = tl.zeros([1], tl.float32)
     acc = tl.zeros([D], tl.float32)
     kv_base = kv.to(tl.int64) * S * D
     if HAS_START:
         kv_base += tl.load(start_ptr + row) * D
-    for start in range(0, n_keys, BLOCK_N):
+    for start in range(begin, n_keys, BLOCK_N):
         n = start + tl.arange(0, BLOCK_N)
-        ok = n < n_keys
+        ok = (n < n_keys) & ((n >= lo) | (n < sinks))
         k = tl.load(k_cache_ptr + kv_base + n[:, None] * D + d[None, :], mask=ok[:, None], other=0.0)
         v = tl.load(v_cache_ptr + kv_base + n[:, None] * D + d[None, :], mask=ok[:, None], other=0.0)
         s = tl.sum(k.to(tl.float32) * q[None, :], axis=1)
@@ -218,29 +224,39 @@ def cache_attention_kernel(
     tl.store(out_ptr + (row * HQ + head) * D + d, (acc / l_sum).to(out_ptr.dtype.element_ty))
 
 
-def attention_extent(positions, dtype=torch.float32, starts=None):
+def _in_window(rel, positions, window: int | None, sinks: int):
+    """Which keys at positions ``rel`` a row at ``positions`` (broadcast) may read besides causality: the ``window``
+    positions ending at its own and the first ``sinks`` (all of them when ``window`` is None)."""
+    if window is None:
+        return torch.ones_like(rel, dtype=torch.bool)
+    return (rel > positions - window) | (rel < sinks)
+
+
+def attention_extent(positions, dtype=torch.float32, starts=None, window: int | None = None, sinks: int = 0):
     """``(n_keys, mask)`` of T rows: the slots any row reads (a host read: fine on a CPU, never inside a graph), and
     the additive [1, 1, T, n_keys] mask (0 where a row may attend, -inf elsewhere), or None for one row (it reads
     every slot up to its position). ``starts`` [T] (a batch): row t reads slots starts[t]..starts[t] + positions[t];
     when the rows come in equal contiguous groups of one sequence each (the lean engine's batches) the result is
     ``(n_keys, mask [G, 1, R, n_keys], bases)``: G sequences of R rows, each attending over its own first n_keys
-    slots from ``bases[g]``, instead of every row over every sequence's slots."""
+    slots from ``bases[g]``, instead of every row over every sequence's slots. ``window`` / ``sinks``: as
+    ``cache_attention``'s."""
     if starts is not None:
-        grouped = _grouped_extent(positions, starts, dtype)
+        grouped = _grouped_extent(positions, starts, dtype, window, sinks)
         if grouped is not None:
             return grouped
     last = positions if starts is None else starts + positions
     n = int(last.max()) + 1 if positions.numel() else 0
-    if positions.numel() <= 1 and (starts is None or int(starts.max()) == 0):
+    if positions.numel() <= 1 and (starts is None or int(starts.max()) == 0) and (window is None or n <= window):
         return n, None
     slot = torch.arange(n, device=positions.device)[None, :]
     may = slot <= last[:, None]
     if starts is not None:
         may &= slot >= starts[:, None]
+    may &= _in_window(slot - (0 if starts is None else starts[:, None]), positions[:, None], window, sinks)
     return n, torch.zeros(may.shape, dtype=dtype, device=positions.device).masked_fill_(~may, float("-inf"))[None, None]
 
 
-def _grouped_extent(positions, starts, dtype):
+def _grouped_extent(positions, starts, dtype, window: int | None = None, sinks: int = 0):
     """``attention_extent``'s grouped form, or None when the rows are not equal contiguous groups of one start."""
     t = starts.numel()
     bases = torch.unique_consecutive(starts)
@@ -248,7 +264,9 @@ def _grouped_extent(positions, starts, dtype):
     if t == 0 or t % g or not torch.equal(starts.view(g, t // g), bases[:, None].expand(g, t // g)):
         return None
     n = int(positions.max()) + 1
-    may = torch.arange(n, device=positions.device)[None, None, :] <= positions.view(g, t // g, 1)
+    rel = torch.arange(n, device=positions.device)[None, None, :]
+    rows = positions.view(g, t // g, 1)
+    may = (rel <= rows) & _in_window(rel, rows, window, sinks)
     mask = torch.zeros(may.shape, dtype=dtype, device=positions.device).masked_fill_(~may, float("-inf"))[:, None]
     return n, mask, bases.tolist()
 
@@ -263,11 +281,13 @@ def _sequence_views(cache, bases: list[int], n: int):
     return torch.stack([cache[:, b: b + n] for b in bases])
 
 
-def reference_cache_attention(q, k_cache, v_cache, positions, extent=None, starts=None):
+def reference_cache_attention(q, k_cache, v_cache, positions, extent=None, starts=None, window: int | None = None,
+                              sinks: int = 0):
     """Row t of q [T, HQ, D] attends to slots 0..positions[t] of the caches [HKV, S, D] -> [T, HQ, D] (with
-    ``starts`` [T]: slots starts[t]..starts[t] + positions[t]). ``extent``: ``attention_extent(positions, starts=
-    starts)`` when the caller already has it. (4-D inputs and an additive mask take PyTorch's fused CPU kernel.)"""
-    extent = extent if extent is not None else attention_extent(positions, q.dtype, starts)
+    ``starts`` [T]: slots starts[t]..starts[t] + positions[t]; with ``window``: only the last ``window`` of them and
+    the first ``sinks``). ``extent``: ``attention_extent(positions, starts=starts, window=window, sinks=sinks)``
+    when the caller already has it. (4-D inputs and an additive mask take PyTorch's fused CPU kernel.)"""
+    extent = extent if extent is not None else attention_extent(positions, q.dtype, starts, window, sinks)
     gqa = q.shape[1] != k_cache.shape[0]
     if len(extent) == 3:  # G sequences of R rows: one batched attention, each over its own slots
         n, mask, bases = extent
@@ -284,12 +304,14 @@ def reference_cache_attention(q, k_cache, v_cache, positions, extent=None, start
 
 def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, positions: torch.Tensor, *,
                     starts: torch.Tensor | None = None, extent=None, use_triton: bool | None = None,
-                    block_n: int | None = None, num_warps: int | None = None) -> torch.Tensor:
+                    block_n: int | None = None, num_warps: int | None = None, window: int | None = None,
+                    sinks: int = 0) -> torch.Tensor:
     """Attention of each query row over the cache slots up to its position (causal by position).
 
     ``starts`` [T] int64 (a batch of sequences in one cache): row t's sequence begins at slot ``starts[t]`` and the
-    row reads slots ``starts[t] .. starts[t] + positions[t]``. ``extent`` (PyTorch path only): precomputed
-    ``attention_extent(positions, starts=starts)``."""
+    row reads slots ``starts[t] .. starts[t] + positions[t]``. ``window`` (None: every slot): a row at position p
+    reads positions ``p - window + 1 .. p`` and the first ``sinks`` only. ``extent`` (PyTorch path only):
+    precomputed ``attention_extent(positions, starts=starts, window=window, sinks=sinks)``."""
     T, HQ, D = q.shape
     HKV, S, _ = k_cache.shape
     if HQ % HKV or D & (D - 1) or k_cache.shape != v_cache.shape or k_cache.shape[2] != D:
@@ -298,16 +320,18 @@ def cache_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tenso
     if positions.shape != (T,) or (starts is not None and starts.shape != (T,)):
         raise ValueError(f"positions (and starts) must be [T={T}], got {tuple(positions.shape)}"
                          + ("" if starts is None else f" and {tuple(starts.shape)}"))
+    if (window is not None and window < 1) or sinks < 0:
+        raise ValueError(f"window must be a positive number of slots (or None) and sinks >= 0, got {window}, {sinks}")
     if not use_triton_for(use_triton, q.device):
-        return reference_cache_attention(q, k_cache, v_cache, positions, extent, starts)
+        return reference_cache_attention(q, k_cache, v_cache, positions, extent, starts, window, sinks)
     out = torch.empty_like(q)
     if T:
         # contiguous: an expanded (stride-0) view of positions or starts would be read past its end
         runnable(cache_attention_kernel, q.device)[(T, HQ)](
             q.contiguous(), k_cache, v_cache, positions.contiguous(),
             positions if starts is None else starts.contiguous(), out, S, D ** -0.5,
-            HQ=HQ, GROUP=HQ // HKV, D=D, BLOCK_N=block_n or ATTENTION_BLOCK_N, HAS_START=starts is not None,
-            num_warps=num_warps or ATTENTION_WARPS)
+            S + 1 if window is None else window, sinks, HQ=HQ, GROUP=HQ // HKV, D=D,
+            BLOCK_N=block_n or ATTENTION_BLOCK_N, HAS_START=starts is not None, num_warps=num_warps or ATTENTION_WARPS)
     return out
 
 
@@ -495,6 +519,25 @@ def check_correctness(device="cpu", seed: int = 0, **case_kw) -> dict[str, float
     one = [reference_cache_attention(qr[t:t + 1], kr[:, int(g_starts[t]):], vr[:, int(g_starts[t]):], g_pos[t:t + 1])
            for t in range(T)]
     out["cache_attention_grouped_vs_alone"] = float((grouped - torch.cat(one)).abs().max())
+    # a window: each row reads the `window` slots ending at its own (and the first `sinks`), alone and batched; the
+    # reference equals attention over exactly those slots, gathered row by row
+    for name, window, sinks in (("cache_attention_window", 5, 0), ("cache_attention_window_sinks", 20, 3)):
+        att = cache_attention(qr, kr, vr, c["positions"], use_triton=True, block_n=16, window=window, sinks=sinks)
+        ref = reference_cache_attention(qr, kr, vr, c["positions"], window=window, sinks=sinks)
+        picked = []
+        for t in range(T):
+            p = int(c["positions"][t])
+            keep = sorted(set(range(min(sinks, p + 1))) | set(range(max(0, p - window + 1), p + 1)))
+            ks, vs = kr[:, keep], vr[:, keep]
+            picked.append(reference_cache_attention(qr[t:t + 1], ks, vs, torch.tensor([len(keep) - 1], device=device)))
+        out[name] = max(float((att - ref).abs().max()), float((ref - torch.cat(picked)).abs().max()))
+    att = cache_attention(qr, kr, vr, pos, starts=starts, use_triton=True, block_n=16, window=7, sinks=1)
+    out["cache_attention_window_batched"] = float(
+        (att - reference_cache_attention(qr, kr, vr, pos, starts=starts, window=7, sinks=1)).abs().max())
+    grouped = reference_cache_attention(qr, kr, vr, g_pos, starts=g_starts, window=7, sinks=1)
+    one = [reference_cache_attention(qr[t:t + 1], kr[:, int(g_starts[t]):], vr[:, int(g_starts[t]):], g_pos[t:t + 1],
+                                     window=7, sinks=1) for t in range(T)]
+    out["cache_attention_window_grouped_vs_alone"] = float((grouped - torch.cat(one)).abs().max())
     out["silu_mul"] = float((silu_mul(c["gate_up"], use_triton=True) - reference_silu_mul(c["gate_up"])).abs().max())
     H, T = c["x"].shape[1], c["x"].shape[0]
     g = torch.Generator().manual_seed(seed + 100)

@@ -10,7 +10,9 @@ from tests.kernel_cases import run_interpreted
 
 SHAPES = ["mha_one_row", "gqa_rows_with_padding", "gqa_two_groups", "long_context"]
 OPS = ["add_rms_norm", "add_rms_norm_residual", "rope_and_write_kv", "cache_attention", "cache_attention_batched",
-       "cache_attention_batched_vs_alone", "cache_attention_grouped_vs_alone", "silu_mul", "linear",
+       "cache_attention_batched_vs_alone", "cache_attention_grouped_vs_alone", "cache_attention_window",
+       "cache_attention_window_sinks", "cache_attention_window_batched", "cache_attention_window_grouped_vs_alone",
+       "silu_mul", "linear",
        "linear_norm", "linear_residual", "linear_norm_residual", "linear_silu_mul_residual"]
 
 

@@ -29,6 +29,9 @@ def add_arguments(p) -> None:
     p.add_argument("--head", default=None, help="head folder (default data/models/tiny-<method>)")
     p.add_argument("--heads-dir", default=None,
                    help="folder holding tiny-eagle3/ and tiny-peagle/ (default data/models), used by --sweep")
+    p.add_argument("--drafter-window", type=positive_int, default=None,
+                   help="the drafter attends to this many positions back only (default: all; notebook 08)")
+    p.add_argument("--drafter-sinks", type=int, default=0, help="... and to the first this many positions")
     p.add_argument("--sweep", action="store_true", help="run none + eagle3 + peagle for K in --ks, write --out")
     p.add_argument("--ks", default="1-10", help="K range for --sweep, e.g. 1-10 or 1,3,7")
     p.add_argument("--engine", choices=["lean", "reference"], default="lean",
@@ -84,6 +87,9 @@ def run(args) -> int:
                                         "or pass --head DIR")
             return load_head(path, device=device)
 
+        if args.sweep and args.drafter_window is not None:
+            raise ValueError("--drafter-window applies to one run here; for a windowed sweep run python -m "
+                             "peagle_nb.lab.sweeps.engine_sweep --sections none --drafter-window W")
         if args.sweep:
             from peagle_nb.lab.sweeps import engine_sweep
 
@@ -104,12 +110,15 @@ def run(args) -> int:
         prompts = next(iter(prompt_sets.values()))
         head = head_for(args.method) if args.method != "none" else None
         rec = evaluate(target, tokenizer, head, args.method, args.k, prompts, args.max_new_tokens,
-                       temperature=args.temperature, seed=args.seed, repeats=args.repeats, engine=args.engine)
+                       temperature=args.temperature, seed=args.seed, repeats=args.repeats, engine=args.engine,
+                       drafter_window=args.drafter_window, drafter_sinks=args.drafter_sinks)
     except (FileNotFoundError, ValueError) as exc:
         print(f"peagle-nb eval: error: {exc}", file=sys.stderr)
         return 2
     rec["prompt_set"] = next(iter(prompt_sets))
     rec["device"] = device
+    if args.drafter_window is not None:
+        rec["drafter_window"], rec["drafter_sinks"] = args.drafter_window, args.drafter_sinks
     if args.json:
         print(json.dumps(rec))
     else:

@@ -2,7 +2,8 @@
 verification with KV-cache rollback, per-step statistics. Explained in notebooks 01-03.
 
 - ``target_runner``: target passes over a croppable KV cache, EAGLE-3 features;
-- ``drafting``: ``ChainDrafter`` (K passes) and ``ParallelDrafter`` (one pass over mask slots);
+- ``drafting``: ``ChainDrafter`` (K passes) and ``ParallelDrafter`` (one pass over mask slots), and the
+  ``DrafterWindow`` that limits how far back either attends;
 - ``verify``: greedy acceptance (``peagle_kernels.greedy_verify``) and rejection sampling;
 - ``decoder``: ``SpecDecoder.generate`` ties them together; ``stats``: what each step measured;
 - ``checks``: clear errors for mismatched heads, K, prompts; ``evaluate``: prompt sets and K sweeps;
@@ -16,6 +17,7 @@ The sweep behind data/results/engine_*.json and the drafting-cost harness live i
 
 from peagle_nb.engine.checks import HeadMismatchError
 from peagle_nb.engine.decoder import SpecDecoder
+from peagle_nb.engine.drafting import DrafterWindow
 from peagle_nb.engine.evaluate import RunSettings, SweepSettings, best_k, evaluate, evaluate_run, sweep
 from peagle_nb.engine.phase_record import StepPhases
 from peagle_nb.engine.run_record import EngineRun
@@ -23,5 +25,6 @@ from peagle_nb.engine.sweep_summary import SweepSummary
 from peagle_nb.text.prompts import load_prompts
 from peagle_nb.engine.stats import GenerationResult, StepStats
 
-__all__ = ["EngineRun", "GenerationResult", "HeadMismatchError", "RunSettings", "SpecDecoder", "StepPhases",
-           "StepStats", "SweepSettings", "SweepSummary", "best_k", "evaluate", "evaluate_run", "load_prompts", "sweep"]
+__all__ = ["DrafterWindow", "EngineRun", "GenerationResult", "HeadMismatchError", "RunSettings", "SpecDecoder",
+           "StepPhases", "StepStats", "SweepSettings", "SweepSummary", "best_k", "evaluate", "evaluate_run",
+           "load_prompts", "sweep"]

@@ -18,7 +18,7 @@ import time
 import torch
 
 from peagle_nb.engine import checks
-from peagle_nb.engine.drafting import ChainDrafter, ParallelDrafter
+from peagle_nb.engine.drafting import ChainDrafter, DrafterWindow, ParallelDrafter
 from peagle_nb.engine.stats import GenerationResult, StepStats
 from peagle_nb.engine.target_runner import TargetRunner
 from peagle_kernels.sampled_verify import sampled_verify
@@ -39,11 +39,13 @@ class SpecDecoder:
     """Decode with ``method`` in {"none", "eagle3", "peagle"} and K drafts per step.
 
     ``mask_hidden`` / ``mask_token_id`` override a P-EAGLE head's learned placeholders (ablation only).
+    ``drafter_window`` (a ``DrafterWindow`` or a size): the drafter attends to that many positions back and to the
+    window's sinks only (None: every position; ``drafting.py``).
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
-                 draft_sampling: str = "sample"):
+                 draft_sampling: str = "sample", drafter_window: DrafterWindow | int | None = None):
         checks.check_method(method, head)
         self.target, self.tokenizer, self.head, self.method = target, tokenizer, head, method
         self.k = k if method != "none" else 0
@@ -56,11 +58,12 @@ class SpecDecoder:
         layer_ids = checks.head_layer_ids(head)
         self.runner = TargetRunner(target, layer_ids)
         if method == "eagle3":
-            self.drafter = ChainDrafter(head, k, self.vocab, draft_sampling)
+            self.drafter = ChainDrafter(head, k, self.vocab, draft_sampling, drafter_window)
         else:
             if mask_hidden is None or mask_token_id is None:
                 checks.check_peagle_head(head, tokenizer if mask_token_id is None else None)
-            self.drafter = ParallelDrafter(head, k, self.vocab, mask_hidden, mask_token_id, draft_sampling)
+            self.drafter = ParallelDrafter(head, k, self.vocab, mask_hidden, mask_token_id, draft_sampling,
+                                           drafter_window)
 
     @property
     def device(self) -> torch.device:

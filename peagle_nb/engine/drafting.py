@@ -13,7 +13,9 @@ step). The last pending slot holds the newest token b (the bonus) with feature f
 
 Both keep the drafter's own KV cache of real context slots only: slots made of drafts (chain steps,
 mask slots) are cropped after drafting, because the next step re-feeds the accepted tokens with the
-target's real features.
+target's real features. With ``window`` W every drafter row at position p attends to positions p-W+1..p (and
+the first ``sinks``) only, so the drafter never attends across more positions than it was trained on (notebook 08,
+family v3: a head trained on 256-position sequences drafts worse past them); the lean engine masks the same keys.
 """
 
 from __future__ import annotations
@@ -83,12 +85,40 @@ def _new_cache(head):
     return DraftKVCache()
 
 
+@dataclass(frozen=True)
+class DrafterWindow:
+    """A drafter attention window: every drafter row at position p attends to positions ``p - size + 1 .. p`` and
+    to the first ``sinks`` positions only (notebook 08)."""
+
+    size: int
+    sinks: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.size, int) or self.size < 1:
+            raise ValueError(f"the drafter window must be a positive number of positions, got {self.size!r}")
+        if not isinstance(self.sinks, int) or self.sinks < 0:
+            raise ValueError(f"sinks (first positions every row also reads) must be >= 0, got {self.sinks!r}")
+
+    @classmethod
+    def of(cls, window: "DrafterWindow | int | None") -> "DrafterWindow | None":
+        """None (every position), a size (no sinks) or a ``DrafterWindow``."""
+        return window if window is None or isinstance(window, cls) else cls(window)
+
+    def kwargs(self) -> dict[str, int]:
+        """What a head's forward takes: ``window=``, ``sinks=``."""
+        return {"window": self.size, "sinks": self.sinks}
+
+
 class _Drafter:
-    def __init__(self, head, k: int, target_vocab_size: int, draft_sampling: str = "sample"):
+    def __init__(self, head, k: int, target_vocab_size: int, draft_sampling: str = "sample",
+                 window: DrafterWindow | int | None = None):
         if k < 1:
             raise ValueError(f"K (number of drafts per step) must be >= 1, got {k}")
         self.head, self.k, self.vocab = head, k, target_vocab_size
         self.draft_sampling = check_draft_sampling(draft_sampling)
+        window = DrafterWindow.of(window)
+        # passed to every drafter pass only when set (a head of a test may take no such arguments)
+        self.window_kw = {} if window is None else window.kwargs()
         self.device = next(head.parameters()).device
         vd = head.lm_head.weight.shape[0]
         # draft id -> target id for the whole draft vocabulary, to spread q over the target vocab
@@ -139,7 +169,7 @@ class ChainDrafter(_Drafter):
     def propose(self, tokens, feats, temperature=0.0, generator=None, uniforms=None) -> DraftProposal:
         u = self._uniforms(temperature, generator, uniforms)
         ids, hidden, pos = self._context(tokens, feats)
-        logits, h = self.head(ids, hidden, pos, cache=self.cache)
+        logits, h = self.head(ids, hidden, pos, cache=self.cache, **self.window_kw)
         self.ctx_len += ids.shape[1]
         drafts, qs = [], []
         tok, q = self._pick(logits[0, -1:], temperature, None if u is None else u[:1])
@@ -147,7 +177,7 @@ class ChainDrafter(_Drafter):
         h_prev, p = h[:, -1:], self.ctx_len
         for j in range(1, self.k):
             logits, h = self.head(tok.reshape(1, 1), h_prev, torch.tensor([[p]], device=self.device),
-                                  cache=self.cache)
+                                  cache=self.cache, **self.window_kw)
             tok, q = self._pick(logits[0, -1:], temperature, None if u is None else u[j:j + 1])
             drafts.append(tok), qs.append(q)
             h_prev, p = h[:, -1:], p + 1
@@ -172,8 +202,9 @@ class ParallelDrafter(_Drafter):
     """P-EAGLE: all K drafts from ONE drafter pass over [pending slots | <mask> x (K-1)]."""
 
     def __init__(self, head, k: int, target_vocab_size: int, mask_hidden: torch.Tensor | None = None,
-                 mask_token_id: int | None = None, draft_sampling: str = "sample"):
-        super().__init__(head, k, target_vocab_size, draft_sampling)
+                 mask_token_id: int | None = None, draft_sampling: str = "sample",
+                 window: DrafterWindow | int | None = None):
+        super().__init__(head, k, target_vocab_size, draft_sampling, window)
         # Overrides exist for the ablation in notebook 03 (zero/random placeholders, ordinary token).
         with torch.inference_mode():
             self.mask_h = (mask_hidden if mask_hidden is not None else head.mask_hidden_projected()).to(self.device)
@@ -185,7 +216,7 @@ class ParallelDrafter(_Drafter):
         ids, hidden, pos = self._context(tokens, feats)
         t = ids.shape[1]
         ids, hidden, pos = parallel_draft_inputs(ids, hidden, pos, self.k, self.mask_id, self.mask_h)
-        logits, _ = self.head(ids, hidden, pos, cache=self.cache)
+        logits, _ = self.head(ids, hidden, pos, cache=self.cache, **self.window_kw)
         self.ctx_len += t
         self.cache.crop(self.ctx_len)  # mask slots are placeholders, never context
         tok, q = self._pick(logits[0, t - 1:t - 1 + self.k], temperature, u)

@@ -27,6 +27,7 @@ from typing import Sequence
 
 from peagle_nb.analysis import metrics, repetition
 from peagle_nb.engine.decoder import SpecDecoder
+from peagle_nb.engine.drafting import DrafterWindow
 from peagle_nb.engine.run_record import DraftingSplit, EngineRun
 from peagle_nb.engine.sweep_summary import (
     TAU_K,
@@ -143,6 +144,8 @@ class RunSettings:
     warmup: bool = True  # one short untimed generation per distinct prompt length first
     engine: str = "lean"  # of the decoder made here (ENGINES); a decoder passed in is used as it is
     draft_sampling: str = "sample"  # how drafts are drawn at temperature > 0 (engine.drafting)
+    drafter_window: int | None = None  # the drafter attends this many positions back only (None: all; drafting.py)
+    drafter_sinks: int = 0  # ... and to the first this many
 
 
 def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, prompts: Sequence = (),
@@ -150,7 +153,8 @@ def evaluate(target, tokenizer, head=None, method: str = "none", k: int = 1, pro
              **settings) -> dict:
     """:func:`evaluate_run` as the flat ``peagle-nb eval --json`` record: ``EngineRun.to_dict()``, the keys of the
     run records in ``data/results/engine_*.json``. ``settings``: the other fields of :class:`RunSettings`
-    (``temperature``, ``seed``, ``repeats``, ``warmup``, ``engine``, ``draft_sampling``) by name."""
+    (``temperature``, ``seed``, ``repeats``, ``warmup``, ``engine``, ``draft_sampling``, ``drafter_window``,
+    ``drafter_sinks``) by name."""
     run = RunSettings(max_new_tokens=max_new_tokens, **settings)
     return evaluate_run(target, tokenizer, head, method, k, prompts, run, reference=reference,
                         decoder=decoder).to_dict()
@@ -176,6 +180,8 @@ def evaluate_run(target, tokenizer, head=None, method: str = "none", k: int = 1,
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     kw = {"draft_sampling": draft_sampling} if method != "none" else {}
+    if method != "none" and settings.drafter_window is not None:
+        kw["drafter_window"] = DrafterWindow(settings.drafter_window, settings.drafter_sinks)
     dec = decoder or make_decoder(settings.engine, target, tokenizer, head, method, k, **kw)
     if settings.warmup:  # first calls pay for allocation, kernel selection, graph capture and each prompt length's
         seen = set()  # first prefill: one short generation per distinct prompt length keeps it out of the timings

@@ -303,13 +303,20 @@ class DraftHead(nn.Module):
 
     # ---- forward -------------------------------------------------------------------------------------
     def forward(self, input_ids: torch.Tensor, hidden: torch.Tensor, position_ids: torch.Tensor,
-                cache: DraftKVCache | None = None, attn_mask: torch.Tensor | None = None):
+                cache: DraftKVCache | None = None, attn_mask: torch.Tensor | None = None, window: int | None = None,
+                sinks: int = 0):
+        """``window``: each new row attends to the ``window`` positions ending at its own and the first ``sinks``
+        only (the cache's entry i holds position i, as the engine's drafters keep it; ``engine.drafting``)."""
         b, t = input_ids.shape
         if hidden.shape[:2] != (b, t) or hidden.shape[-1] != self.config.hidden_size:
             raise ValueError(f"hidden must be [B={b}, T={t}, H={self.config.hidden_size}] (projected with "
                              f"head.project), got {tuple(hidden.shape)}")
         past = cache.length if cache is not None else 0
         mask = attn_mask
+        if mask is None and window is not None:
+            keys = torch.cat([torch.arange(past, device=input_ids.device), position_ids[0]])
+            rows = position_ids[0][:, None]
+            mask = ((keys[None] <= rows) & ((keys[None] > rows - window) | (keys[None] < sinks)))[None, None]
         if mask is None and past > 0:  # new tokens see all the past and are causal among themselves
             mask = torch.ones(t, past + t, dtype=torch.bool, device=input_ids.device).tril(past)[None, None]
         if mask is not None and mask.shape[-1] != past + t:

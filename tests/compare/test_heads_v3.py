@@ -267,3 +267,25 @@ def test_pair_rows_set_one_rungs_pair_from_several_runs_side_by_side(heads):
         assert r["p_over_e_tau"] == pytest.approx(pe["tau"] / e3["tau"])
         assert r["peagle weakest 2-4"] == min(pe["conditional"][1:4])
     assert rows[0]["target sha256"] != rows[-1]["target sha256"]  # two targets: a recipe compared, not one ladder
+
+
+def test_merge_refuses_parts_of_different_drafter_windows(engine):
+    part = {k: v for k, v in engine.items() if k != "parts"}
+    windowed = {**part, "model": {**part["model"], "drafter_window": 192, "drafter_sinks": 0}}
+    with pytest.raises(ValueError, match="different drafter windows"):
+        merge_parts([part, windowed])
+
+
+def test_a_windowed_engine_record_runs_the_regime_sweep_only_and_names_its_window(tmp_path):
+    from peagle_nb.files.results import read_results
+    from peagle_nb.lab.sweeps.engine_sweep import RecordSettings, main
+
+    with pytest.raises(ValueError, match="--sections none"):
+        RecordSettings(ks=(1,), drafter_window=8)
+    out = tmp_path / "windowed.json"
+    assert main(["--out", str(out), "--limit", "1", "--ks", "3", "--sweeps", "1", "--repeats", "1",
+                 "--max-new-tokens", "24", "--sections", "none", "--drafter-window", "8", "--drafter-sinks", "1",
+                 "--prompts", "data/prompts/code.jsonl"]) == 0
+    doc = read_results(out)
+    assert (doc["model"]["drafter_window"], doc["model"]["drafter_sinks"]) == (8, 1)
+    assert all(r["lossless"] for r in doc["runs"] if r["method"] != "none")

@@ -98,3 +98,20 @@ def test_eval_sampling(artifacts, capsys):
     rec = json.loads(capsys.readouterr().out)
     assert rc == 0 and rec["temperature"] == 0.8
     assert rec["lossless"] is None  # sampled output is checked statistically (test_rejection_sampling), not by equality
+
+
+@pytest.mark.parametrize("engine", ["lean", "reference"])
+def test_eval_with_a_drafter_window_is_lossless_and_says_its_window(artifacts, capsys, engine):
+    rc = main(["eval", "--method", "peagle", "--k", "3", "--prompts", str(artifacts / "prompts.jsonl"),
+               "--max-new-tokens", "24", "--json", "--target", str(artifacts / "target"), "--engine", engine,
+               "--head", str(artifacts / "tiny-peagle"), "--drafter-window", "4", "--drafter-sinks", "1"])
+    assert rc == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["lossless"] is True and (rec["drafter_window"], rec["drafter_sinks"]) == (4, 1)
+
+
+def test_eval_sweep_refuses_a_drafter_window_and_names_the_windowed_sweep(artifacts, capsys):
+    rc = main(["eval", "--sweep", "--prompts", str(artifacts / "prompts.jsonl"), "--target", str(artifacts / "target"),
+               "--heads-dir", str(artifacts), "--drafter-window", "4", "--out", str(artifacts / "x.json")])
+    assert rc == 2
+    assert "engine_sweep --sections none --drafter-window" in capsys.readouterr().err

@@ -39,7 +39,7 @@ from peagle_kernels.greedy_verify import greedy_verify
 from peagle_kernels.hidden_expand import eager_expand_hidden, expand_hidden
 from peagle_kernels.sampled_verify import sampled_verify
 from peagle_nb.engine import checks
-from peagle_nb.engine.drafting import check_draft_sampling, pick_drafts
+from peagle_nb.engine.drafting import DrafterWindow, check_draft_sampling, pick_drafts
 from peagle_nb.engine.lean.forward import LeanHead, LeanTarget
 from peagle_nb.engine.lean.graphs import PhaseClock, Step
 from peagle_nb.engine.stats import GenerationResult, StepStats
@@ -69,15 +69,21 @@ class LeanDecoder:
     Triton sampling kernels on a GPU) or "reference" (their PyTorch op chains). ``mask_hidden`` (projected, [H]) /
     ``mask_token_id`` override a P-EAGLE head's placeholders (ablation only). ``pad_prefill`` (default: with graphs)
     pads each prompt to a ``PREFILL_BUCKETS`` length and runs its prefill as one step per length (a graph on a GPU).
+    ``drafter_window`` (a ``DrafterWindow`` or a size): the drafter attends to that many positions back and to the
+    window's sinks only (None: every position; ``engine.drafting``).
     """
 
     def __init__(self, target, tokenizer=None, head=None, method: str = "none", k: int = 1,
                  mask_hidden: torch.Tensor | None = None, mask_token_id: int | None = None,
                  use_graphs: bool | None = None, builder: str = "fused", draft_sampling: str = "sample",
-                 sampler: str = "fused", pad_prefill: bool | None = None):
+                 sampler: str = "fused", pad_prefill: bool | None = None,
+                 drafter_window: DrafterWindow | int | None = None):
         checks.check_method(method, head)
+        window = DrafterWindow.of(drafter_window)
+        self.dwin = window.kwargs() if window else {}  # the drafter's attention window, in every drafter pass
         # what `batch.batched_twin` builds this decoder's batched twin from; None where it has no such settings
         self.twin_args = None if mask_hidden is not None or mask_token_id is not None or pad_prefill is not None \
+            or drafter_window is not None \
             else {"target": target, "tokenizer": tokenizer, "head": head, "method": method, "k": k,
                   "use_graphs": use_graphs, "builder": builder, "draft_sampling": draft_sampling, "sampler": sampler}
         if builder not in ("fused", "eager"):
@@ -161,7 +167,7 @@ class LeanDecoder:
         logits, feats = self.lt.forward(ids, pos, pos, self.tcache, self.layer_ids, logits_rows=last)
         if self.method == "none":
             return logits.float(), None
-        self.lh.forward(ids[1:], self.lh.project(feats[:-1]), pos[:-1], pos[:-1], self.hcache)
+        self.lh.forward(ids[1:], self.lh.project(feats[:-1]), pos[:-1], pos[:-1], self.hcache, **self.dwin)
         return logits.float(), feats.index_select(0, last)
 
     def _prefill(self, prompt) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -172,7 +178,8 @@ class LeanDecoder:
             logits, feats = self.lt.forward(prompt, positions, positions, self.tcache, self.layer_ids,
                                             logits_rows=slice(-1, None))
             if self.method != "none" and n > 1:  # the drafter's context: slot i = (token x_{i+1}, feature f_i)
-                self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache)
+                self.lh.forward(prompt[1:], self.lh.project(feats[:-1]), positions[:-1], positions[:-1], self.hcache,
+                                **self.dwin)
             return logits[-1].float(), None if feats is None else feats[-1]
         length = next((b for b in PREFILL_BUCKETS if b >= n), self.capacity)
         length = min(max(length, n), self.capacity)
@@ -228,7 +235,7 @@ class LeanDecoder:
     def _draft_pass(self, greedy: bool):
         """The drafter's pass over the built batch -> logits of the rows to sample ([K, Vd] or EAGLE-3's [1, Vd])."""
         di, hidden = self._steps["build"].out
-        pre = self.lh.forward(di.input_ids, hidden, di.positions, di.slot_mapping, self.hcache)
+        pre = self.lh.forward(di.input_ids, hidden, di.positions, di.slot_mapping, self.hcache, **self.dwin)
         rows = di.sample_indices.long()
         logits = self.lh.logits(pre[rows])
         if self.method == "eagle3":
@@ -239,7 +246,8 @@ class LeanDecoder:
 
     def _chain_pass(self, j: int, greedy: bool):
         """EAGLE-3's next single-row pass: the previous draft and the previous pass's pre-norm hidden state."""
-        pre = self.lh.forward(self.drafts[j - 1: j], self.chain_h, self.chain_p, self.chain_p, self.hcache)
+        pre = self.lh.forward(self.drafts[j - 1: j], self.chain_h, self.chain_p, self.chain_p, self.hcache,
+                              **self.dwin)
         logits = self.lh.logits(pre)
         self.chain_h.copy_(pre)
         self.chain_p.add_(1)

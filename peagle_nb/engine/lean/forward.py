@@ -44,14 +44,15 @@ def _layer_weights(attn, mlp, input_norm, post_norm, hidden_norm=None) -> LayerW
 
 class Rows:
     """What every layer of one forward needs about its T rows: positions and cache slots (and, for a batch, the
-    first slot of each row's sequence), and on the PyTorch path (CPU) the RoPE factors and the attention extent,
-    computed once per forward rather than once per layer."""
+    first slot of each row's sequence), the attention window (``cache_attention``'s ``window`` / ``sinks``), and on
+    the PyTorch path (CPU) the RoPE factors and the attention extent, computed once per forward rather than once per
+    layer."""
 
-    def __init__(self, positions, slots, cos, sin, dtype, starts=None):
-        self.positions, self.slots, self.starts = positions, slots, starts
+    def __init__(self, positions, slots, cos, sin, dtype, starts=None, window: int | None = None, sinks: int = 0):
+        self.positions, self.slots, self.starts, self.window, self.sinks = positions, slots, starts, window, sinks
         eager = positions.device.type != "cuda"
         self.rope = rope_rows(positions, cos, sin, dtype) if eager else None
-        self.extent = attention_extent(positions, dtype, starts) if eager else None
+        self.extent = attention_extent(positions, dtype, starts, window, sinks) if eager else None
 
 
 class KVCache:
@@ -82,15 +83,15 @@ class _Stack:
     def new_cache(self, sequences: int = 1) -> KVCache:
         return KVCache(len(self.layers), self.nkv, self.max_positions, self.hd, self.dtype, self.device, sequences)
 
-    def rows(self, positions, slots, starts=None) -> Rows:
-        return Rows(positions, slots, self.cos, self.sin, self.dtype, starts)
+    def rows(self, positions, slots, starts=None, window: int | None = None, sinks: int = 0) -> Rows:
+        return Rows(positions, slots, self.cos, self.sin, self.dtype, starts, window, sinks)
 
     def attention(self, i: int, qkv, rows: Rows, cache: KVCache):
         """q/k/v products of the rows -> attention output over the cache [T, HQ D] (keys and values stored)."""
         q = rope_and_write_kv(qkv, rows.positions, rows.slots, self.cos, self.sin, cache.k[i], cache.v[i],
                               self.nh, self.nkv, rows=rows.rope)
-        return cache_attention(q, cache.k[i], cache.v[i], rows.positions, starts=rows.starts,
-                               extent=rows.extent).reshape(q.shape[0], -1)
+        return cache_attention(q, cache.k[i], cache.v[i], rows.positions, starts=rows.starts, extent=rows.extent,
+                               window=rows.window, sinks=rows.sinks).reshape(q.shape[0], -1)
 
     def layer(self, i: int, s, rows: Rows, cache: KVCache, qkv=None):
         """One decoder layer on the residual stream ``s`` [T, H] -> the stream after it. Six launches on a GPU:
@@ -166,9 +167,11 @@ class LeanHead(_Stack):
         """Target features [T, 3H] -> the drafter's hidden input [T, H] (``fc``)."""
         return features @ self.fc
 
-    def forward(self, ids, hidden, positions, slots, cache: KVCache, starts=None):
+    def forward(self, ids, hidden, positions, slots, cache: KVCache, starts=None, window: int | None = None,
+                sinks: int = 0):
         """ids [T], hidden [T, H] (projected), positions/slots [T] (``starts`` [T]: a batch, see ``KVCache``) -> the
-        pre-norm hidden state [T, H].
+        pre-norm hidden state [T, H]. ``window`` / ``sinks``: each row attends to the ``window`` positions ending at
+        its own and the first ``sinks`` only (None: all; ``engine.drafting``).
 
         ``logits(out[rows])`` scores the rows that are sampled; the pre-norm hidden feeds EAGLE-3's next pass.
         """
@@ -177,7 +180,7 @@ class LeanHead(_Stack):
         w0 = self.layers[0]
         add_rms_norm(self.embed[ids], None, w0.input_norm, self.eps, out=a_in[:, :hs])
         add_rms_norm(hidden, None, w0.hidden_norm, self.eps, out=a_in[:, hs:])
-        rows = self.rows(positions, slots, starts)
+        rows = self.rows(positions, slots, starts, window, sinks)
         s = self.layer(0, hidden, rows, cache, qkv=fused_linear(a_in, w0.qkv))  # residual: the hidden input
         for i in range(1, len(self.layers)):
             s = self.layer(i, s, rows, cache)

@@ -52,11 +52,15 @@ class RecordSettings:
     profile: bool = True  # per-kernel device time (GPU only)
     sampler_ks: tuple[int, ...] | None = None  # K of the sampler comparison (None: 1, 3, 7 where swept)
     kernel_shapes: dict | None = None  # launch shapes chosen on this GPU, recorded as given
+    drafter_window: int | None = None  # both drafters attend to this many positions back (None: all; drafting.py)
+    drafter_sinks: int = 0  # ... and to the first this many
 
     def __post_init__(self):
         unknown = sorted(set(self.sections) - set(SECTIONS) - {"all", "none"})
         if unknown:
             raise ValueError(f"unknown sections {unknown}; choose from all, none, {', '.join(SECTIONS)}")
+        if self.drafter_window is not None and self.sections != ("none",):
+            raise ValueError("a drafter window applies to the regime sweep only: pass --sections none")
         if not self.ks or not self.lengths or not self.temperatures:
             raise ValueError("give at least one K, one generation length and one temperature to record")
 
@@ -266,6 +270,7 @@ def builder_comparison(target, tokenizer, head, prompt_ids: list[int], ks=(3, 7)
 
 def run(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSettings, out: Path, log=print) -> dict:
     """The whole record (module docstring), as ``settings`` asks, written to ``out``."""
+    from peagle_nb.engine.drafting import DrafterWindow
     from peagle_nb.engine.evaluate import make_decoder
     from peagle_nb.files.results import make_results, validate, write_results
 
@@ -292,9 +297,11 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSetti
                                                     settings.side_by_side_repeats)
             log(f"plain decoding lean / reference: {extra['engines']['lean_over_reference']['median']:.2f}x")
         decs = {("none", 1): make_decoder("lean", target, tokenizer)}
+        window = ({} if settings.drafter_window is None else
+                  {"drafter_window": DrafterWindow(settings.drafter_window, settings.drafter_sinks)})
         for m, h in heads.items():
             for k in ks:
-                decs[(m, k)] = make_decoder("lean", target, tokenizer, h, m, k)
+                decs[(m, k)] = make_decoder("lean", target, tokenizer, h, m, k, **window)
         if want("phases"):
             extra["phases"] = phases(decs, p0)  # greedy; sampled phases are in the sampler comparison
             extra["target_step_floor_ms"] = extra["phases"][0]["plain_ms"]
@@ -319,7 +326,9 @@ def run(target, tokenizer, heads: dict, prompt_sets: dict, settings: RecordSetti
         "engine", first["runs"],
         model={"target": getattr(target.config, "_name_or_path", "") or "tiny-target",
                "heads": {m: {"layers": h.config.num_hidden_layers, "trained_k": h.trained_k} for m, h in heads.items()},
-               "dtype": str(next(target.parameters()).dtype)},
+               "dtype": str(next(target.parameters()).dtype),
+               **({} if settings.drafter_window is None else {"drafter_window": settings.drafter_window,
+                                                              "drafter_sinks": settings.drafter_sinks})},
         notes=(f"batch 1, ignore EOS, lean engine; regimes: temperatures {temperatures} x generation lengths {lengths} "
                f"(runs/summary: the first); {sweeps} sweep(s), each configuration's prompt set timed {repeats} "
                "time(s) after a short warm-up generation of every prompt length (tokens_per_s: median, p10, p90, "
@@ -352,6 +361,10 @@ def merge_parts(docs: list[dict]) -> dict:
 
     if not docs:
         raise ValueError("nothing to merge: give the parts' results files")
+    windows = {(d.get("model", {}).get("drafter_window"), d.get("model", {}).get("drafter_sinks")) for d in docs}
+    if len(windows) > 1:
+        raise ValueError(f"the parts were recorded with different drafter windows {sorted(windows, key=str)}: merge "
+                         "each window's parts into a record of its own")
     by_regime: dict = {}
     for d in docs:  # a later part's regime replaces an earlier one's at the same (temperature, length)
         for r in d.get("regimes", []):
@@ -414,6 +427,9 @@ def main(argv=None) -> int:
                    help="JSON from `python -m peagle_kernels.decode_layer FILE` (a launch-shape sweep on this GPU): "
                         "use its chosen shapes and record them")
     p.add_argument("--budget-s", type=float, default=None, help="start no new configuration after this many seconds")
+    p.add_argument("--drafter-window", type=int, default=None,
+                   help="both drafters attend to this many positions back only (with --sections none)")
+    p.add_argument("--drafter-sinks", type=int, default=0, help="... and to the first this many positions")
     a = p.parse_args(argv)
     if a.merge:
         from peagle_nb.files.results import generator_command, read_results, write_results
@@ -446,7 +462,8 @@ def main(argv=None) -> int:
         temperatures=tuple(float(x) for x in a.temperatures.split(",")) if a.temperatures else (a.temperature,),
         repeats=a.repeats, sweeps=a.sweeps, budget_s=a.budget_s, sections=tuple(a.sections.split(",")),
         equal_prompts=a.equal_prompts, profile=not a.no_profile,
-        sampler_ks=tuple(int(x) for x in a.sampler_ks.split(",")) if a.sampler_ks else None, kernel_shapes=shapes)
+        sampler_ks=tuple(int(x) for x in a.sampler_ks.split(",")) if a.sampler_ks else None, kernel_shapes=shapes,
+        drafter_window=a.drafter_window, drafter_sinks=a.drafter_sinks)
     doc = run(target, tok, heads, sets, settings, Path(a.out), log=lambda s: print(s, file=sys.stderr, flush=True))
     from peagle_nb.files.results import write_results
     from peagle_nb.models.checksums import weights_sha256

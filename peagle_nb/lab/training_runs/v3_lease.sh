@@ -23,6 +23,10 @@
 # sweeps in about 12 minutes (measured: 381 + 359 s).
 # TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
 # of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
+# Heads already trained (data/models/v3-heads-h100: the pair the complete map measured) skip the heads stage too:
+# HEADS_DIR=DIR (holding v3-eagle3-r3/ and v3-peagle-r3/). WINDOW=W sweeps with both drafters attending to the W
+# positions ending at each row's own only (`engine_sweep --drafter-window W`; notebook 08: why P-EAGLE drafts worse
+# past its training length), over 512 tokens unless LENGTHS says otherwise; its records are engine_t*_w$W.json.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -33,12 +37,13 @@ PY=${PY:-python3}
 stage() { echo "$(date +%s) $*" | tee -a "$R/stages.txt"; }
 if [ -n "${SMOKE:-}" ]; then
   TFLAGS="--smoke"; HFLAGS="--smoke --rungs 3 --base-steps 2 --ablations --gen-batch 8"; DEV=cpu
-  SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths 8"
+  SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths ${LENGTHS:-8}"
 else
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
   HFLAGS="--n-sequences 90112 --generator lean --rungs 3 --base-steps 300 --ablations --time-budget-s 300
           --sample-temperature 0.7 --deadline-s 560"
-  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths 64,256 --budget-s 180"
+  LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
+  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s 180"
 fi
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)
@@ -53,16 +58,21 @@ else
   mkdir -p "$R/target_card" && cp "$T"/training_log.json "$T"/README.md "$T"/config.json "$R/target_card/"
 fi
 echo "$T" > "$R/target_dir.txt"
-# shellcheck disable=SC2086
-$PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS ${PROMPTS:+--prompts "$PROMPTS"} \
-    --out "$R/heads" --work "$W" > "$R/heads.log" 2>&1
-stage "heads rc=$?"
-H=$W/heads/v3-heads
+if [ -n "${HEADS_DIR:-}" ]; then  # a pair carried in
+  H=$HEADS_DIR; stage "heads carried rc=0"
+else
+  # shellcheck disable=SC2086
+  $PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS ${PROMPTS:+--prompts "$PROMPTS"} \
+      --out "$R/heads" --work "$W" > "$R/heads.log" 2>&1
+  stage "heads rc=$?"
+  H=$W/heads/v3-heads
+fi
 for t in 1 0.7 0; do
   # shellcheck disable=SC2086
   $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r3" "$H/v3-peagle-r3" \
       --prompts data/prompts/prose.jsonl data/prompts/code.jsonl data/prompts/ja.jsonl --temperatures $t $SFLAGS \
-      --sections none --out "$R/engine_t$t.json" > "$R/engine_t$t.log" 2>&1
-  stage "sweep t=$t rc=$?"
+      ${WINDOW:+--drafter-window "$WINDOW"} --sections none --out "$R/engine_t$t${WINDOW:+_w$WINDOW}.json" \
+      > "$R/engine_t$t${WINDOW:+_w$WINDOW}.log" 2>&1
+  stage "sweep t=$t${WINDOW:+ window=$WINDOW} rc=$?"
 done
 stage done

@@ -1,0 +1,33 @@
+"""peagle_nb.analysis.drafter_window: steps split at an output token, on all text and on fresh text."""
+
+import pytest
+
+from peagle_nb.analysis import drafter_window as dw
+
+
+def test_steps_split_at_the_edge_by_where_each_step_starts():
+    # prompt 1: steps start at output tokens 1, 5, 9, 10 (accepted 3, 3, 0, 0); prompt 2: at 1, 3
+    g = dw.split_steps([3, 3, 0, 0, 1, 1], [4, 2], [1, 0, 1, 1, 0, 1], edge=9)
+    assert g["before"] == [3, 3, 1, 1] and g["after"] == [0, 0]
+    assert g["before_fresh"] == [3, 1] and g["after_fresh"] == [0, 0]
+
+
+def test_a_mismatched_run_is_named():
+    with pytest.raises(ValueError, match="one fresh flag per step"):
+        dw.split_steps([1, 2], [2], [1], edge=4)
+    with pytest.raises(ValueError, match="steps_per_prompt summing"):
+        dw.split_steps([1, 2], [3], None, edge=4)
+
+
+def _run(window, accepted, sha="a", method="peagle", sinks=0):
+    return {"family": "v3", "temperature": 0.0, "prompt_set": "code", "method": method, "k": 7, "window": window,
+            "sinks": sinks, "accepted_per_step": accepted, "steps_per_prompt": [len(accepted)],
+            "step_fresh": [1] * len(accepted), "outputs_sha256": [sha]}
+
+
+def test_recovery_and_ladder_read_the_runs():
+    doc = {"runs": [_run(None, [7, 7, 1, 1]), _run(4, [7, 7, 7]), _run(None, [7, 7, 7], method="eagle3")]}
+    (row,) = dw.recovery(doc, "v3", 0.0, "peagle", 4, edge=10)
+    assert (row["before_all"], row["after_all"], row["after_window"], row["eagle3_after_all"]) == (8, 2, 8, 8)
+    assert row["same_text"]
+    assert dw.window_ladder(doc, edge=10) == [{"window": 4, "code": 8.0}, {"window": None, "code": 2.0}]

@@ -29,5 +29,26 @@ def test_recovery_and_ladder_read_the_runs():
     doc = {"runs": [_run(None, [7, 7, 1, 1]), _run(4, [7, 7, 7]), _run(None, [7, 7, 7], method="eagle3")]}
     (row,) = dw.recovery(doc, "v3", 0.0, "peagle", 4, edge=10)
     assert (row["before_all"], row["after_all"], row["after_window"], row["eagle3_after_all"]) == (8, 2, 8, 8)
-    assert row["same_text"]
+    assert row["same_text"] and row["eagle3_after_window"] is None
     assert dw.window_ladder(doc, edge=10) == [{"window": 4, "code": 8.0}, {"window": None, "code": 2.0}]
+
+
+def test_the_readme_figures_of_the_window_test_are_the_records():
+    from peagle_nb.compare.forecast import window_forecast
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    win = read_results(folder / "drafter_window_cpu.json.gz")
+    lock = read_results(folder / "engine_h100_v3_lockstep.json.gz")
+    rows = dw.recovery(win, "v3", 0.0, "peagle", 192)
+    greedy = [r for r in window_forecast(lock, win, 192, prompts=4) if r["temperature"] == 0]
+
+    def span(xs, fmt="{:.2f}"):
+        return f"{fmt.format(min(xs))}-{fmt.format(max(xs))}"
+
+    readme = " ".join((paths.repo_root() / "README.md").read_text(encoding="utf-8").split())
+    assert (f"P-EAGLE's tau past token 256 from {span([r['after_all'] for r in rows])} to "
+            f"{span([r['after_window'] for r in rows])}") in readme
+    assert (f"forecast {span([r['forecast_window'] for r in greedy])}x EAGLE-3 over 512 greedy tokens (measured "
+            f"without: {span([r['measured'] for r in greedy])}x)") in readme

@@ -60,8 +60,9 @@ def rows(doc: Mapping, edge: int = EDGE) -> list[dict]:
 
 def recovery(doc: Mapping, family: str, temperature: float, method: str, window: int, sinks: int = 0,
              edge: int = EDGE) -> list[dict]:
-    """Per prompt set: tau after ``edge`` with all slots attended, with the window, and EAGLE-3's with all slots
-    (the head that holds its tau there), plus whether the texts were the same (greedy: they must be)."""
+    """Per prompt set: ``method``'s tau before and after ``edge`` attending every position and with the window,
+    EAGLE-3's tau after ``edge`` both ways (None where not run), and whether ``method``'s two texts were the same
+    (greedy: they must be)."""
     rs = [r for r in rows(doc, edge) if r["family"] == family and r["temperature"] == temperature]
     runs = {(r["prompt_set"], r["method"], r["window"], r["sinks"]): r for r in rs}
     raw = {(r["prompt_set"], r["method"], r["window"], r.get("sinks", 0)): r for r in doc["runs"]
@@ -69,13 +70,15 @@ def recovery(doc: Mapping, family: str, temperature: float, method: str, window:
     out = []
     for ps in dict.fromkeys(r["prompt_set"] for r in rs):
         full, win = runs.get((ps, method, None, 0)), runs.get((ps, method, window, sinks))
-        e3 = runs.get((ps, "eagle3", None, 0))
+        e3, e3_win = runs.get((ps, "eagle3", None, 0)), runs.get((ps, "eagle3", window, 0))
         if full is None or win is None:
             continue
         same = raw[(ps, method, None, 0)]["outputs_sha256"] == raw[(ps, method, window, sinks)]["outputs_sha256"]
         out.append({"prompt_set": ps, "before_all": full["tau_before"], "after_all": full["tau_after"],
                     "before_window": win["tau_before"], "after_window": win["tau_after"],
-                    "eagle3_after_all": None if e3 is None else e3["tau_after"], "same_text": same})
+                    "eagle3_before_all": None if e3 is None else e3["tau_before"],
+                    "eagle3_after_all": None if e3 is None else e3["tau_after"],
+                    "eagle3_after_window": None if e3_win is None else e3_win["tau_after"], "same_text": same})
     return out
 
 

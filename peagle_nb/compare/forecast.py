@@ -136,17 +136,18 @@ def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: 
                     prompts: int | None = None) -> list[dict]:
     """P-EAGLE / EAGLE-3 on TPOT at K=7 for every (temperature, prompt set) of a drafter-window record
     (``lab/benchmarks/drafter_window.py``) whose output length the GPU record swept: the GPU's step costs of that
-    regime (:func:`cost_regime`) with tau from the window record, once with P-EAGLE attending every slot
-    (``forecast_all``: a check, since the GPU measured that point, ``measured``) and once with its attention
-    limited to ``window`` slots (``forecast_window``: what the window would do on the GPU, not yet measured there).
-    EAGLE-3 attends every slot in both. ``prompts``: the first N prompts of each set only (the GPU record's count)."""
+    regime (:func:`cost_regime`) with tau from the window record, once with both heads attending every position
+    (``forecast_all``: a check, since the GPU measured that point, ``measured``) and once with both limited to
+    ``window`` positions (``forecast_window``: what the window would do on the GPU, not yet measured there; the
+    window changes which keys a drafter reads, not its step's shape, so the step costs stay).
+    ``prompts``: the first N prompts of each set only (the GPU record's count)."""
     measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(gpu_doc)}
     runs = [r for r in window_doc["runs"] if r["family"] == family and r["k"] == 7 and r.get("sinks", 0) == 0]
     out = []
     for t, n, ps in sorted({(r["temperature"], r["max_new_tokens"], r["prompt_set"]) for r in runs}):
         here = {(r["method"], r["window"]): r for r in runs
                 if (r["temperature"], r["max_new_tokens"], r["prompt_set"]) == (t, n, ps)}
-        if not {("eagle3", None), ("peagle", None), ("peagle", window)} <= set(here):
+        if not {("eagle3", None), ("peagle", None), ("eagle3", window), ("peagle", window)} <= set(here):
             continue
         try:
             src = cost_regime(gpu_doc, t, n)
@@ -157,9 +158,8 @@ def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: 
         def tau_run(m, w):
             return {"method": m, "k": 7, "tau": _first_prompts_tau(here[(m, w)], prompts)}
 
-        e3 = tau_run("eagle3", None)
-        full = best_k_prediction(cost, src["runs"], [e3, tau_run("peagle", None)])
-        win = best_k_prediction(cost, src["runs"], [e3, tau_run("peagle", window)])
+        full = best_k_prediction(cost, src["runs"], [tau_run("eagle3", None), tau_run("peagle", None)])
+        win = best_k_prediction(cost, src["runs"], [tau_run("eagle3", window), tau_run("peagle", window)])
         point = measured.get((t, n, ps))
         out.append({"temperature": t, "tokens": n, "prompt_set": ps, "costs_from_T": src["temperature"],
                     "forecast_all": full["predicted"], "forecast_window": win["predicted"],

@@ -47,11 +47,13 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     # a carried target: the same chain from the heads on, no target stage
     target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
     again = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
-                           env={**env, "TARGET_DIR": target, "R": str(tmp_path / "run2"), "W": str(tmp_path / "w2")})
+                           env={**env, "TARGET_DIR": target, "R": str(tmp_path / "run2"), "W": str(tmp_path / "w2"),
+                                "SEQ_LEN": "48"})
     assert again.returncode == 0, again.stderr
     stages = (tmp_path / "run2" / "stages.txt").read_text().splitlines()
     assert [s.split(" ", 1)[1] for s in stages][:3] == ["start", "target carried rc=0", "heads rc=0"]
-    assert json.loads((tmp_path / "run2" / "heads" / "family_heads.json").read_text())["target"] == target
+    heads2 = json.loads((tmp_path / "run2" / "heads" / "family_heads.json").read_text())
+    assert heads2["target"] == target and heads2["data"]["seq_len"] == 48  # SEQ_LEN reached the data
     # carried heads and a drafter window: no training at all, the sweeps windowed and named so
     heads_dir = tmp_path / "w2" / "heads" / "v3-heads"
     windowed = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,

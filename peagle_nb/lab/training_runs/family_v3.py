@@ -173,6 +173,7 @@ def heads_command(args: argparse.Namespace) -> int:
               "--sample-temperature", f"{args.sample_temperature:g}"]
     common += ["--smoke"] if args.smoke else ["--n-sequences", str(args.n_sequences)]
     common += ["--prompts", str(args.prompts)] if args.prompts else []
+    common += ["--seq-len", str(args.seq_len)] if args.seq_len else []
     gen = ["--gen-batch", str(args.gen_batch)] if args.gen_batch else []
     gen += ["--generator", args.generator] if args.generator else []
     logs = [work / "heads" / "data.log"]
@@ -342,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--generator", choices=["lean", "transformers"], default=None,
                        help="what decodes the data's continuations (default: lean on CUDA, transformers on a CPU)")
         p.add_argument("--val-prompts", type=int, default=16, help="validation prompts per domain")
+        p.add_argument("--seq-len", type=int, default=None,
+                       help="positions per training sequence, prompt included (default the trainers' 256; a head "
+                            "drafts worse past the length it was trained on: notebook 08)")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--prompts", type=Path, default=None,
                        help="the heads' prompts drawn beforehand (`prompts`): no corpus needed for the heads")

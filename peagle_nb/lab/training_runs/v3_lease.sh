@@ -27,6 +27,8 @@
 # HEADS_DIR=DIR (holding v3-eagle3-r3/ and v3-peagle-r3/). WINDOW=W sweeps with both drafters attending to the W
 # positions ending at each row's own only (`engine_sweep --drafter-window W`; notebook 08: why P-EAGLE drafts worse
 # past its training length), over 512 tokens unless LENGTHS says otherwise; its records are engine_t*_w$W.json.
+# SEQ_LEN=L trains the heads on L-position sequences (default 256, the length past which they draft worse:
+# notebook 08); give N_SEQUENCES=90112*256/L for the same tokens.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -40,8 +42,8 @@ if [ -n "${SMOKE:-}" ]; then
   SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths ${LENGTHS:-8}"
 else
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
-  HFLAGS="--n-sequences 90112 --generator lean --rungs 3 --base-steps 300 --ablations --time-budget-s 300
-          --sample-temperature 0.7 --deadline-s 560"
+  HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
+          --time-budget-s 300 --sample-temperature 0.7 --deadline-s 560"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
   DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s 180"
 fi
@@ -63,7 +65,7 @@ if [ -n "${HEADS_DIR:-}" ]; then  # a pair carried in
 else
   # shellcheck disable=SC2086
   $PY -m peagle_nb.lab.training_runs.family heads --family v3 --target "$T" $HFLAGS ${PROMPTS:+--prompts "$PROMPTS"} \
-      --out "$R/heads" --work "$W" > "$R/heads.log" 2>&1
+      ${SEQ_LEN:+--seq-len "$SEQ_LEN"} --out "$R/heads" --work "$W" > "$R/heads.log" 2>&1
   stage "heads rc=$?"
   H=$W/heads/v3-heads
 fi

@@ -123,7 +123,10 @@ def run(args) -> int:
         print(json.dumps(rec))
     else:
         rates = ", ".join(f"{a:.2f}" for a in rec["accept_rate_per_position"])
-        print(f"{rec['method']} K={rec['k']} on {rec['n_prompts']} prompts ({rec['engine']} engine): "
+        window = ("" if args.drafter_window is None else
+                  f", drafter window {args.drafter_window}" + (f" + {args.drafter_sinks} sinks" if args.drafter_sinks
+                                                               else ""))
+        print(f"{rec['method']} K={rec['k']} on {rec['n_prompts']} prompts ({rec['engine']} engine{window}): "
               f"tau={rec['tau']:.2f} tokens/s={rec['tokens_per_s']:.1f} (p10 {rec['tokens_per_s_p10']:.1f}, "
               f"p90 {rec['tokens_per_s_p90']:.1f}, {rec['repeats']} repeats) draft={rec['draft_ms_per_step']:.2f} "
               f"verify={rec['verify_ms_per_step']:.2f} bookkeeping={rec['bookkeeping_ms_per_step']:.2f} ms/step "

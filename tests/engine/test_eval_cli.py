@@ -110,6 +110,13 @@ def test_eval_with_a_drafter_window_is_lossless_and_says_its_window(artifacts, c
     assert rec["lossless"] is True and (rec["drafter_window"], rec["drafter_sinks"]) == (4, 1)
 
 
+def test_eval_summary_names_the_drafter_window(artifacts, capsys):
+    rc = main(["eval", "--method", "eagle3", "--k", "2", "--prompts", str(artifacts / "prompts.jsonl"),
+               "--max-new-tokens", "12", "--target", str(artifacts / "target"), "--head",
+               str(artifacts / "tiny-eagle3"), "--drafter-window", "4", "--repeats", "1"])
+    assert rc == 0 and "(lean engine, drafter window 4): " in capsys.readouterr().out
+
+
 def test_eval_sweep_refuses_a_drafter_window_and_names_the_windowed_sweep(artifacts, capsys):
     rc = main(["eval", "--sweep", "--prompts", str(artifacts / "prompts.jsonl"), "--target", str(artifacts / "target"),
                "--heads-dir", str(artifacts), "--drafter-window", "4", "--out", str(artifacts / "x.json")])

@@ -30,6 +30,7 @@ def test_recovery_and_ladder_read_the_runs():
     (row,) = dw.recovery(doc, "v3", 0.0, "peagle", 4, edge=10)
     assert (row["before_all"], row["after_all"], row["after_window"], row["eagle3_after_all"]) == (8, 2, 8, 8)
     assert row["same_text"] and row["eagle3_after_window"] is None
+    assert row["repeated_share_after"] == 0.0  # every step flagged fresh
     assert dw.window_ladder(doc, edge=10) == [{"window": 4, "code": 8.0}, {"window": None, "code": 2.0}]
 
 

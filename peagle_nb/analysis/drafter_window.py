@@ -46,11 +46,12 @@ def run_row(run: Mapping, edge: int = EDGE) -> dict:
     def tau(xs: list[int]) -> float | None:
         return acceptance_length(xs) if xs else None
 
+    repeated = None if not g["after"] or run.get("step_fresh") is None else 1 - len(g["after_fresh"]) / len(g["after"])
     return {"family": run["family"], "temperature": run["temperature"], "prompt_set": run["prompt_set"],
             "method": run["method"], "k": run["k"], "window": run["window"], "sinks": run.get("sinks", 0),
             "tau": acceptance_length(run["accepted_per_step"]),
             **{f"tau_{name}": tau(xs) for name, xs in g.items()},
-            **{f"steps_{name}": len(xs) for name, xs in g.items()}}
+            **{f"steps_{name}": len(xs) for name, xs in g.items()}, "repeated_share_after": repeated}
 
 
 def rows(doc: Mapping, edge: int = EDGE) -> list[dict]:
@@ -61,8 +62,9 @@ def rows(doc: Mapping, edge: int = EDGE) -> list[dict]:
 def recovery(doc: Mapping, family: str, temperature: float, method: str, window: int, sinks: int = 0,
              edge: int = EDGE) -> list[dict]:
     """Per prompt set: ``method``'s tau before and after ``edge`` attending every position and with the window,
-    EAGLE-3's tau after ``edge`` both ways (None where not run), and whether ``method``'s two texts were the same
-    (greedy: they must be)."""
+    EAGLE-3's tau after ``edge`` both ways (None where not run), the share of ``method``'s steps past ``edge`` that
+    start on repeated text (attending every position: how much of what it drafts there is copying), and whether
+    ``method``'s two texts were the same (greedy: they must be)."""
     rs = [r for r in rows(doc, edge) if r["family"] == family and r["temperature"] == temperature]
     runs = {(r["prompt_set"], r["method"], r["window"], r["sinks"]): r for r in rs}
     raw = {(r["prompt_set"], r["method"], r["window"], r.get("sinks", 0)): r for r in doc["runs"]
@@ -78,7 +80,8 @@ def recovery(doc: Mapping, family: str, temperature: float, method: str, window:
                     "before_window": win["tau_before"], "after_window": win["tau_after"],
                     "eagle3_before_all": None if e3 is None else e3["tau_before"],
                     "eagle3_after_all": None if e3 is None else e3["tau_after"],
-                    "eagle3_after_window": None if e3_win is None else e3_win["tau_after"], "same_text": same})
+                    "eagle3_after_window": None if e3_win is None else e3_win["tau_after"],
+                    "repeated_share_after": full["repeated_share_after"], "same_text": same})
     return out
 
 

@@ -10,8 +10,8 @@ Read by notebook 08 (family v3, why P-EAGLE drafts worse past its training lengt
 The lean engine (``--engine reference``: the same tokens and accepted counts, tested) at K=7, batch 1, fp32. Only
 acceptance is measured here, never speed: a window changes which keys the drafter reads, not the step's shape.
 Each configuration decodes every prompt of each set once (seed = prompt index at T > 0); the record keeps every
-step's accepted count, whether the step starts on fresh text, and each output's sha256, so a reader can check
-that the configurations decoded the same text. The file is rewritten after every configuration.
+step's accepted count, whether the step starts on fresh text, and each output's sha256 (first 16 hex digits), so a
+reader can check that the configurations decoded the same text. The file is rewritten after every configuration.
 """
 
 from __future__ import annotations

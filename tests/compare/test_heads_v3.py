@@ -83,8 +83,6 @@ def test_regime_map_and_speed_goal(engine):
 
 
 def test_speed_goal_by_length_counts_each_set_once_per_length():
-    from peagle_nb.files.results import read_results
-
     lock = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_lockstep.json.gz")
     pooled, apart = heads_v3.speed_goal(lock), heads_v3.speed_goal(lock, by_length=True)
     assert sorted(pooled[0.0]["sets"]) == ["code", "code", "ja", "ja", "prose", "prose"]  # 256 and 512 pooled
@@ -277,7 +275,6 @@ def test_merge_refuses_parts_of_different_drafter_windows(engine):
 
 
 def test_a_windowed_engine_record_runs_the_regime_sweep_only_and_names_its_window(tmp_path):
-    from peagle_nb.files.results import read_results
     from peagle_nb.lab.sweeps.engine_sweep import RecordSettings, main
 
     with pytest.raises(ValueError, match="--sections none"):

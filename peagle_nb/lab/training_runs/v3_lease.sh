@@ -28,7 +28,8 @@
 # positions ending at each row's own only (`engine_sweep --drafter-window W`; notebook 08: why P-EAGLE drafts worse
 # past its training length), over 512 tokens unless LENGTHS says otherwise; its records are engine_t*_w$W.json.
 # SEQ_LEN=L trains the heads on L-position sequences (default 256, the length past which they draft worse:
-# notebook 08); give N_SEQUENCES=90112*256/L for the same tokens.
+# notebook 08); give N_SEQUENCES=90112*256/L for the same tokens. TEMPS (default "1 0.7 0") and SWEEP_BUDGET_S (180)
+# fit the sweeps into what is left of a lease.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -45,7 +46,7 @@ else
   HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
           --time-budget-s 300 --sample-temperature 0.7 --deadline-s 560"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
-  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s 180"
+  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s ${SWEEP_BUDGET_S:-180}"
 fi
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)
@@ -69,7 +70,7 @@ else
   stage "heads rc=$?"
   H=$W/heads/v3-heads
 fi
-for t in 1 0.7 0; do
+for t in ${TEMPS:-1 0.7 0}; do
   # shellcheck disable=SC2086
   $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r3" "$H/v3-peagle-r3" \
       --prompts data/prompts/prose.jsonl data/prompts/code.jsonl data/prompts/ja.jsonl --temperatures $t $SFLAGS \

@@ -53,3 +53,28 @@ def test_the_readme_figures_of_the_window_test_are_the_records():
             f"{span([r['after_window'] for r in rows])}") in readme
     assert (f"forecast {span([r['forecast_window'] for r in greedy])}x EAGLE-3 over 512 greedy tokens (measured "
             f"without: {span([r['measured'] for r in greedy])}x)") in readme
+
+
+def test_a_windowed_gpu_record_puts_its_measurement_beside_the_window_forecast():
+    import copy
+
+    import pytest
+
+    from peagle_nb.compare.forecast import window_forecast
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    win = read_results(folder / "drafter_window_cpu.json.gz")
+    lock = read_results(folder / "engine_h100_v3_lockstep.json.gz")
+    plain = window_forecast(lock, win, 192, prompts=4)
+    assert plain and not any("measured_window" in r for r in plain)  # no windowed record: no such column
+    # the map's own record standing in for a windowed one: its points land in the new column, the forecast stays
+    as_windowed = copy.deepcopy(lock)
+    as_windowed["model"]["drafter_window"] = 192
+    rows = window_forecast(lock, win, 192, prompts=4, windowed_gpu_doc=as_windowed)
+    assert [r["forecast_window"] for r in rows] == [r["forecast_window"] for r in plain]
+    assert all(r["measured_window"] == r["measured"] for r in rows)
+    assert all(r["error_window"] == pytest.approx(r["forecast_window"] / r["measured"] - 1) for r in rows)
+    with pytest.raises(ValueError, match="swept drafter window None, not 192"):
+        window_forecast(lock, win, 192, windowed_gpu_doc=lock)  # an unwindowed record named as the windowed one

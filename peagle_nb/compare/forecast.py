@@ -133,15 +133,25 @@ def _first_prompts_tau(run: Mapping, prompts: int | None) -> float:
 
 
 def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: str = "v3",
-                    prompts: int | None = None) -> list[dict]:
+                    prompts: int | None = None, windowed_gpu_doc: Mapping | None = None) -> list[dict]:
     """P-EAGLE / EAGLE-3 on TPOT at K=7 for every (temperature, prompt set) of a drafter-window record
     (``lab/benchmarks/drafter_window.py``) whose output length the GPU record swept: the GPU's step costs of that
     regime (:func:`cost_regime`) with tau from the window record, once with both heads attending every position
     (``forecast_all``: a check, since the GPU measured that point, ``measured``) and once with both limited to
     ``window`` positions (``forecast_window``: what the window would do on the GPU, not yet measured there; the
     window changes which keys a drafter reads, not its step's shape, so the step costs stay).
-    ``prompts``: the first N prompts of each set only (the GPU record's count)."""
+    ``prompts``: the first N prompts of each set only (the GPU record's count). ``windowed_gpu_doc``: a GPU sweep with
+    both drafters windowed (``engine_sweep --drafter-window``, ``v3_lease.sh WINDOW=``) puts its measurement of the
+    same point beside the forecast (``measured_window``, ``error_window``)."""
     measured = {(r["temperature"], r["tokens"], r["prompt_set"]): r for r in step_phases.regime_rows(gpu_doc)}
+    measured_w = {}
+    if windowed_gpu_doc is not None:
+        swept = windowed_gpu_doc.get("model", {}).get("drafter_window")
+        if swept != window:
+            raise ValueError(f"the windowed GPU record swept drafter window {swept!r}, not {window}. Fix: pass the "
+                             f"record of `engine_sweep --drafter-window {window}`")
+        measured_w = {(r["temperature"], r["tokens"], r["prompt_set"]): r
+                      for r in step_phases.regime_rows(windowed_gpu_doc)}
     runs = [r for r in window_doc["runs"] if r["family"] == family and r["k"] == 7 and r.get("sinks", 0) == 0]
     out = []
     for t, n, ps in sorted({(r["temperature"], r["max_new_tokens"], r["prompt_set"]) for r in runs}):
@@ -160,13 +170,17 @@ def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: 
 
         full = best_k_prediction(cost, src["runs"], [tau_run("eagle3", None), tau_run("peagle", None)])
         win = best_k_prediction(cost, src["runs"], [tau_run("eagle3", window), tau_run("peagle", window)])
-        point = measured.get((t, n, ps))
+        point, point_w = measured.get((t, n, ps)), measured_w.get((t, n, ps))
         out.append({"temperature": t, "tokens": n, "prompt_set": ps, "costs_from_T": src["temperature"],
                     "forecast_all": full["predicted"], "forecast_window": win["predicted"],
                     "acceptance_factor_all": full["acceptance_factor"],
                     "acceptance_factor_window": win["acceptance_factor"], "step_factor": win["step_factor"],
                     "measured": None if point is None else point["p_over_e_tpot"],
-                    "error_all": None if point is None else full["predicted"] / point["p_over_e_tpot"] - 1})
+                    "error_all": None if point is None else full["predicted"] / point["p_over_e_tpot"] - 1,
+                    **({} if windowed_gpu_doc is None else {
+                        "measured_window": None if point_w is None else point_w["p_over_e_tpot"],
+                        "error_window": None if point_w is None else
+                        win["predicted"] / point_w["p_over_e_tpot"] - 1})})
     return out
 
 

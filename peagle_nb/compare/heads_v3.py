@@ -289,3 +289,29 @@ def per_prompt_tau(engine_doc: Mapping, temperature: float, prompt_set: str, tok
         rows.append({"prompt": i, "eagle3_k": best_k["eagle3"], "eagle3_tau": tokens / e,
                      "peagle_k": best_k["peagle"], "peagle_tau": tokens / p, "p_over_e_tau": e / p})
     return rows
+
+
+def training_length_rows(records: Mapping[str, Mapping], tokens: int = 512, edge: int = 256) -> list[dict]:
+    """Two (or more) pairs served over ``tokens`` output tokens, named by what they were trained on (e.g. ``{"256":
+    map record, "512": record of the pair trained on 512-position sequences}``): per temperature and prompt set, each
+    pair's P-EAGLE / EAGLE-3 on TPOT (median, min-max over sweeps, verdict), both heads' TPOT speed-up over plain
+    decoding (measured in the same record) and their tau at K=7 before and after output token ``edge`` (the heads'
+    training length; notebook 08: why P-EAGLE drafts worse past it). Points one record lacks are left out."""
+    out = []
+    for name, doc in records.items():
+        regime = {(r["temperature"], r["prompt_set"]): r for r in regime_table(doc) if r["tokens"] == tokens}
+        temps = sorted({t for t, _ in regime})
+        halves = {(t, r["method"], r["prompt_set"]): r for t in temps
+                  for r in step_phases.tau_before_after(doc, t, tokens, edge)}
+        for (t, ps), r in sorted(regime.items()):
+            row = {"trained_on": name, "temperature": t, "prompt_set": ps, "sweeps": r["sweeps"],
+                   "p_over_e_tpot": r["p_over_e_tpot"], "p_over_e_tpot_min": r["p_over_e_tpot_min"],
+                   "p_over_e_tpot_max": r["p_over_e_tpot_max"], "verdict": r["tpot_verdict"],
+                   "p_over_e_e2e": r["p_over_e_e2e"], "eagle3_tpot_speedup": r["eagle3_tpot_speedup"],
+                   "peagle_tpot_speedup": r["peagle_tpot_speedup"]}
+            for m in ("eagle3", "peagle"):
+                h = halves.get((t, m, ps))
+                row[f"{m}_tau_before"] = None if h is None else h["tau_before"]
+                row[f"{m}_tau_after"] = None if h is None else h["tau_after"]
+            out.append(row)
+    return out

@@ -286,3 +286,17 @@ def test_a_windowed_engine_record_runs_the_regime_sweep_only_and_names_its_windo
     doc = read_results(out)
     assert (doc["model"]["drafter_window"], doc["model"]["drafter_sinks"]) == (8, 1)
     assert all(r["lossless"] for r in doc["runs"] if r["method"] != "none")
+
+
+def test_training_length_rows_set_two_pairs_side_by_side_at_one_length():
+    lock = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_lockstep.json.gz")
+    rows = heads_v3.training_length_rows({"256": lock, "again": lock})
+    assert len(rows) == 18  # 3 temperatures x 3 sets at 512 tokens, per record
+    first, second = rows[:9], rows[9:]
+    assert [{k: v for k, v in r.items() if k != "trained_on"} for r in first] == \
+        [{k: v for k, v in r.items() if k != "trained_on"} for r in second]
+    greedy = {r["prompt_set"]: r for r in first if r["temperature"] == 0}
+    # the map's finding, read through this table: greedy, P-EAGLE drafts worse past token 256 on every set
+    assert all(r["peagle_tau_after"] < r["peagle_tau_before"] for r in greedy.values())
+    assert all(r["p_over_e_tpot_min"] <= r["p_over_e_tpot"] <= r["p_over_e_tpot_max"] for r in rows)
+    assert heads_v3.training_length_rows({"256": lock}, tokens=300) == []  # a length the record did not sweep

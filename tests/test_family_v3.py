@@ -190,3 +190,22 @@ def test_heads_at_smoke_size_train_the_ladder_and_ablations_and_pack_them(all_at
     log = json.loads((unpacked / "v3-heads" / "v3-peagle-r1" / "training_log.json").read_text())
     assert all("conditional_accept_rate_per_position" in res for by_k in log["acceptance"].values()
                for res in by_k.values())
+
+
+def test_heads_without_the_committed_corpus_stop_before_building_data(tmp_path, monkeypatch):
+    # the validation prompts are cut from it after training: a corpus moved out (to make room in a GPU carry) once
+    # ended an H100 run after its data and training, the heads lost; now the run stops first and says why
+    from peagle_nb.text import corpus
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
+
+    monkeypatch.setattr(corpus, "corpus_dir", lambda: tmp_path / "moved-out")
+    args = ["heads", "--target", str(paths.models_dir() / "tiny-target"), "--out", str(tmp_path / "o"), "--work",
+            str(tmp_path / "w")]
+    with pytest.raises(SystemExit, match=r"--val-prompts 16 needs the committed corpus.*prose.jsonl.gz.*git checkout"):
+        family_v3.main(args)
+    assert not (tmp_path / "w" / "heads" / "drafter_data.pt").exists()
+    with pytest.raises(SystemExit, match="--val-prompts 16 needs the committed corpus"):
+        family.main(args)  # the tiny family's heads command too
+    with pytest.raises(ValueError, match=r"--val-prompts 4 cuts prompts.*or pass --val-prompts 0"):
+        DrafterTrainConfig(kind="peagle", out=tmp_path, val_prompts=4).validate()
+    DrafterTrainConfig(kind="peagle", out=tmp_path, val_prompts=0).validate()  # nothing read: nothing needed

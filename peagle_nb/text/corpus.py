@@ -25,6 +25,11 @@ def corpus_dir() -> Path:
     return paths.data_dir() / "corpus"
 
 
+def missing_files() -> list[Path]:
+    """The committed corpus files that are not here (a run that reads them checks this before its long part)."""
+    return [corpus_dir() / f"{d}.jsonl.gz" for d in DOMAINS if not (corpus_dir() / f"{d}.jsonl.gz").is_file()]
+
+
 def _check(domain: str, split: str) -> None:
     if domain not in DOMAINS:
         raise ValueError(f"unknown domain {domain!r}: use one of {DOMAINS}")

@@ -80,6 +80,13 @@ class DrafterTrainConfig:
         if self.init_from is not None and not (Path(self.init_from) / "config.json").is_file():
             problems.append(f"--init-from {self.init_from} is not a head folder (no config.json); pass the --out "
                             f"folder of an earlier run")
+        if self.val_prompts:  # measured after training: a missing corpus would end the run then, its work lost
+            from peagle_nb.text.corpus import missing_files
+
+            if missing := missing_files():
+                problems.append(f"--val-prompts {self.val_prompts} cuts prompts from the committed corpus's "
+                                f"validation documents, but {', '.join(map(str, missing))} is missing: restore it "
+                                f"(`git checkout data/corpus`) or pass --val-prompts 0")
         if problems:
             raise ValueError("bad drafter training options: " + "; ".join(problems) + ".")
 

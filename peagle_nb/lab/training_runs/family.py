@@ -366,12 +366,24 @@ def _proposed_draft_vocab(target: Path) -> int | None:
     return json.loads(log.read_text(encoding="utf-8")).get("tokenizer", {}).get("proposed_draft_vocab_size")
 
 
+def check_val_corpus(args: argparse.Namespace) -> None:
+    """Before the data is built: the heads' validation prompts come from the committed corpus after training, so a
+    corpus moved out (say, to make room in a GPU carry) would fail the run only at its end, the heads lost."""
+    from peagle_nb.text.corpus import missing_files
+
+    if args.val_prompts and not args.smoke and (missing := missing_files()):
+        raise SystemExit(f"--val-prompts {args.val_prompts} needs the committed corpus after training, but "
+                         f"{', '.join(map(str, missing))} is missing. Fix: restore it (`git checkout data/corpus`; "
+                         f"in a GPU carry, move other files out) or pass --val-prompts 0")
+
+
 def heads_command(args: argparse.Namespace) -> int:
     clock, out, work, env = _start(args, "heads")
     target = Path(args.target) if args.target else paths.models_dir() / TARGET_NAME
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: run command A, unpack tiny-target.tar.gz into "
                          f"data/models/ (or pass --target DIR)")
+    check_val_corpus(args)
     vd = args.draft_vocab_size or _proposed_draft_vocab(target) or (256 if args.smoke else 2048)
     cache = work / "heads" / "drafter_data.pt"
     common = ["--target", str(target), *_device_flags(args.smoke, args.device), "--data-cache", str(cache),

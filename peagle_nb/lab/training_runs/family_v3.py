@@ -160,6 +160,7 @@ def heads_command(args: argparse.Namespace) -> int:
     if not (target / "config.json").is_file():
         raise SystemExit(f"no target at {target}. Fix: train it first (`{family.A_COMMAND} --family v3`, unpack "
                          f"OUT/v3-target.tar.gz.part* into data/models/), pass --target DIR, or run `{ALL_COMMAND}`")
+    family.check_val_corpus(args)
     try:
         plan = head_plan(args.rungs, args.base_steps or (4 if args.smoke else 2000), args.ablation_rung,
                          args.ablations)

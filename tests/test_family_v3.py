@@ -209,3 +209,11 @@ def test_heads_without_the_committed_corpus_stop_before_building_data(tmp_path, 
     with pytest.raises(ValueError, match=r"--val-prompts 4 cuts prompts.*or pass --val-prompts 0"):
         DrafterTrainConfig(kind="peagle", out=tmp_path, val_prompts=4).validate()
     DrafterTrainConfig(kind="peagle", out=tmp_path, val_prompts=0).validate()  # nothing read: nothing needed
+
+
+def test_a_heads_run_with_a_failed_head_exits_nonzero_and_names_it(capsys):
+    # a lease chain once swept after "heads rc=0" with both heads gone: the exit code now says they failed
+    summary = {"failed": ["v3-peagle-r3"], "exit_codes": {"v3-eagle3-r3": 0, "v3-peagle-r3": 2}}
+    assert family.heads_exit(["v3-eagle3-r3", "v3-peagle-r3"], summary) == 1
+    assert "1 of 2 heads failed: v3-peagle-r3 (exit 2, see v3-peagle-r3.log" in capsys.readouterr().out
+    assert family.heads_exit(["v3-eagle3-r3"], {"failed": [], "exit_codes": {"v3-eagle3-r3": 0}}) == 0

@@ -424,6 +424,7 @@ def heads_command(args: argparse.Namespace) -> int:
         summary["exit_codes"] = wait_all(procs, clock.left() - args.reserve_s)
         summary["train_done_seconds"] = round(clock.elapsed(), 1)
         finished = [n for n in HEAD_NAMES if (work / "heads" / n / "training_log.json").is_file()]
+        summary["failed"] = [n for n in HEAD_NAMES if n not in finished]
         annotate_heads(work / "heads", finished, args, steps, budget)
         summary["heads"] = {n: head_summary(work / "heads" / n) for n in finished}
         summary["domain_shift"] = measure_domain_shift(work / "heads", target, finished, args, clock, env, logs,
@@ -432,6 +433,17 @@ def heads_command(args: argparse.Namespace) -> int:
     finally:
         _write_summary(summary, clock, logs, out / "family_heads")
     log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
+    return heads_exit(HEAD_NAMES, summary)
+
+
+def heads_exit(planned, summary: dict) -> int:
+    """0 when every planned head finished, else 1 with the failed ones named: a chain (``v3_lease.sh``) must not
+    go on to sweep heads that are not there."""
+    if failed := summary.get("failed"):
+        codes = summary.get("exit_codes", {})
+        log_line(f"{len(failed)} of {len(planned)} heads failed: " + ", ".join(
+            f"{n} (exit {codes.get(n)}, see {n}.log in family_heads.log)" for n in failed))
+        return 1
     return 0
 
 

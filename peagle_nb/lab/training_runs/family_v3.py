@@ -213,7 +213,8 @@ def heads_command(args: argparse.Namespace) -> int:
         # a rung whose cap the time budget cut short trains the pair on unequal steps: say so, per rung
         summary["pair_steps_run"] = {f"r{r:g}": {m: summary["heads"].get(f"v3-{m}-r{r:g}", {}).get("steps_run")
                                                  for m in PAIR} for r in args.rungs}
-        for n in set(plan) - set(finished):
+        summary["failed"] = sorted(set(plan) - set(finished))
+        for n in summary["failed"]:
             shutil.rmtree(folder / n, ignore_errors=True)
         others = [p for p in out.iterdir() if not p.name.startswith("family_") and not p.name.startswith("v3-heads")]
         if finished:
@@ -222,7 +223,7 @@ def heads_command(args: argparse.Namespace) -> int:
     finally:
         family._write_summary(summary, clock, logs, out / "family_heads")
     family.log_line(f"done in {clock.elapsed():.0f} s: {', '.join(sorted(p.name for p in out.iterdir()))}")
-    return 0
+    return family.heads_exit(plan, summary)
 
 
 def prompts_command(args: argparse.Namespace) -> int:

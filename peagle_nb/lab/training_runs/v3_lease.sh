@@ -17,10 +17,11 @@
 # recorded map re-ran it alone, and the cap is now 180 s; data/results/README.md, engine_h100_v3_lockstep.json.gz).
 #
 # A target already trained (data/models/v3-target-h100, say) skips the target stage and the corpus: carry its files
-# (weights, config.json, tokenizer files, model.safetensors.index.json, training_log.json: 8 paths a call, the tiny
-# weights moved out) and the heads' prompts file (`python -m peagle_nb.lab.training_runs.family_v3 prompts --target
-# DIR --n-sequences 90112 --out FILE`, on a CPU, ~30 s), then run with TARGET_DIR=DIR PROMPTS=FILE: heads and
-# sweeps in about 12 minutes (measured: 381 + 359 s).
+# (the folder, 53 MB: one call's carry with the tiny weights moved out of the tree, the corpus kept) and, in the next
+# call, the heads' prompts file (`python -m peagle_nb.lab.training_runs.family_v3 prompts --target DIR --n-sequences
+# 90112 --out FILE`, on a CPU, ~30 s; a prefix serves fewer sequences), then run with TARGET_DIR=DIR PROMPTS=FILE
+# (absolute paths: copy both under /tmp first, a later call's tree replaces the checkout): heads and sweeps in about
+# 12 minutes (measured: 381 + 359 s).
 # TARGET_FLAGS: the target's run; the default pins the recorded target's step count (its card's command for a GPU
 # of another throughput). The recorded H100 re-training used TARGET_FLAGS="--time-budget-s 420 --deadline-s 840".
 # Heads already trained (data/models/v3-heads-h100: the pair the complete map measured) skip the heads stage too:

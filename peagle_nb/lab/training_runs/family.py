@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from peagle_nb.files import paths
@@ -436,7 +437,7 @@ def heads_command(args: argparse.Namespace) -> int:
     return heads_exit(HEAD_NAMES, summary)
 
 
-def heads_exit(planned, summary: dict) -> int:
+def heads_exit(planned: Collection[str], summary: dict) -> int:
     """0 when every planned head finished, else 1 with the failed ones named: a chain (``v3_lease.sh``) must not
     go on to sweep heads that are not there."""
     if failed := summary.get("failed"):

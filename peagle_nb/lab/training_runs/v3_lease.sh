@@ -33,8 +33,8 @@
 # of 4096 x 256 positions (GEN_BATCH overrides it: an H100 ran out of memory generating 4096 sequences of 512). At
 # L=512 the heads' 300-s budget stopped both at 558 steps (the 256-position pair: its 900-step cap in 160 s).
 # Keep data/corpus/*.jsonl.gz in the carry (the heads' validation prompts come from it; move other files out):
-# without it the heads command now stops before building data, where a lease once lost its trained heads. TEMPS (default "1 0.7 0") and SWEEP_BUDGET_S (180)
-# fit the sweeps into what is left of a lease.
+# without it the heads command now stops before building data, where a lease once lost its trained heads.
+# TEMPS (default "1 0.7 0") and SWEEP_BUDGET_S (180) fit the sweeps into what is left of a lease.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -62,7 +62,8 @@ else
   $PY -m peagle_nb.lab.training_runs.family target --family v3 $TFLAGS --out "$R/target" --work "$W" \
       > "$R/target.log" 2>&1
   stage "target rc=$?"
-  kept=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['selection']['kept'])" "$R/target/family_target.json")
+  kept=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['selection']['kept'])" \
+         "$R/target/family_target.json")
   T=$W/targets/$kept
   mkdir -p "$R/target_card" && cp "$T"/training_log.json "$T"/README.md "$T"/config.json "$R/target_card/"
 fi

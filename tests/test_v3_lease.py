@@ -67,8 +67,8 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     assert doc["model"]["drafter_window"] == 4
 
 
-@pytest.mark.parametrize("seq_len, gen_batch", [(None, "4096"), ("512", "2048")])
-def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch):
+@pytest.mark.parametrize("seq_len, gen_batch, deadline", [(None, "4096", "560"), ("512", "2048", "660")])
+def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline):
     # PY=echo: every stage writes its command line instead of running, so the full-size flags (which the smoke chain
     # above does not take) are checked here; an H100 ran out of memory generating 4096 sequences of 512 at once
     env = {**os.environ, "PY": "echo", "R": str(tmp_path / "run"), "W": str(tmp_path / "w"), "TARGET_DIR": "T",
@@ -79,5 +79,6 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     heads = (tmp_path / "run" / "heads.log").read_text().split()
     assert heads[heads.index("--gen-batch") + 1] == gen_batch and heads[heads.index("--target") + 1] == "T"
     assert ("--seq-len" in heads) == bool(seq_len)
+    assert heads[heads.index("--deadline-s") + 1] == deadline  # 512 positions: the data's 100 s more (542 steps at 560)
     sweep = (tmp_path / "run" / "engine_t0.log").read_text().split()
     assert sweep[sweep.index("--device") + 1] == "cuda" and sweep[sweep.index("--lengths") + 1] == "64,256"

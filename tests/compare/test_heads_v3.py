@@ -274,6 +274,15 @@ def test_merge_refuses_parts_of_different_drafter_windows(engine):
         merge_parts([part, windowed])
 
 
+def test_merge_refuses_parts_measured_with_different_weights(engine):
+    part = {k: v for k, v in engine.items() if k != "parts"}
+    sha = part["model"]["weights_sha256"]
+    retrained = {**part, "model": {**part["model"], "weights_sha256": {**sha, "peagle": {"model.safetensors": "0"}}}}
+    with pytest.raises(ValueError, match="different weights"):
+        merge_parts([part, retrained])
+    assert merge_parts([part, copy.deepcopy(part)])["model"]["weights_sha256"] == sha  # the same model merges
+
+
 def test_a_windowed_engine_record_runs_the_regime_sweep_only_and_names_its_window(tmp_path):
     from peagle_nb.lab.sweeps.engine_sweep import RecordSettings, main
 

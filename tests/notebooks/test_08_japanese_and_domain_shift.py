@@ -516,3 +516,90 @@ def test_why_past_the_training_length_the_drafter_window_and_its_words_hold(rec,
     cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
     assert "- Why: the distance its attention spans." in text
+
+
+def test_the_512_position_pair_and_the_served_window_and_their_words_hold(rec, executed_dir):
+    """The lease that trained the pair on 512-position sequences and served the window: every recorded figure
+    recomputed from the records, and each claim of the markdown after it."""
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.compare.forecast import window_forecast
+
+    folder = paths.results_dir() / "family_v3"
+    s512, base, w192, lock = (read_results(folder / f) for f in (
+        "engine_h100_v3_s512.json.gz", "engine_h100_v3_s512_baseline.json.gz", "engine_h100_v3_w192.json.gz",
+        "engine_h100_v3_lockstep.json.gz"))
+    heads512 = json.loads((folder / "heads_h100_s512" / "family_heads.json").read_text())
+    heads256 = json.loads((folder / "heads_h100_r3_rerun" / "family_heads.json").read_text())
+    sets = ("prose", "code", "ja")
+    # provenance: the records name the weights; the new pair saw the map pair's tokens at twice the length
+    assert rec["family_v3.s512.names_its_weights"] is True and rec["family_v3.s512.baseline_is_the_maps_pair"] is True
+    positions = {n: d["data"]["n_sequences"] * d["data"].get("seq_len", 256) for n, d in (("256", heads256),
+                                                                                       ("512", heads512))}
+    assert heads512["data"]["seq_len"] == 512 and positions["512"] == positions["256"] == 90112 * 256
+    # "21.6 M of them generated, against 20.2 M: fewer prompts"
+    assert [round(d["data"]["generated_tokens"] / 1e6, 1) for d in (heads512, heads256)] == [21.6, 20.2]
+    assert all(p["generator"].startswith("python -m peagle_nb.lab.sweeps.engine_sweep --device cuda ")
+               for doc in (s512, base, w192) for p in doc["parts"])
+    # "542 steps ... where the map's pair ran its 900-step cap"
+    assert heads512["pair_steps_run"]["r3"] == {"eagle3": 542, "peagle": 542}
+    held = {(r["run"], r["domain"]): r for r in heads_v3.pair_rows({"256": heads256, "512": heads512})}
+    for (run, ps), r in held.items():
+        assert rec[f"family_v3.s512.heldout.{run}.{ps}"] == pytest.approx(
+            [r["eagle3 steps"], r["peagle tau"], r["p_over_e_tau"], r["peagle weakest 2-4"]], abs=1e-4)
+    for ps in sets:  # "its held-out tau falls more than EAGLE-3's on every set ... well under 0.6"
+        new, old = held[("512", ps)], held[("256", ps)]
+        assert new["peagle tau"] / old["peagle tau"] < new["eagle3 tau"] / old["eagle3 tau"] < 1
+        assert new["peagle weakest 2-4"] < heads_v3.CONDITIONAL_GOAL - 0.15
+    rows = heads_v3.training_length_rows({"s256": base, "s512": s512, "map": lock})
+    by = {(r["trained_on"], r["temperature"], r["prompt_set"]): r for r in rows}
+    for (name, t, ps), r in by.items():
+        if t == 0:
+            assert rec[f"family_v3.s512.T0.{ps}.{name}"] == pytest.approx(
+                [r[c] for c in ("p_over_e_tpot", "peagle_tau_before", "peagle_tau_after", "eagle3_tau_before",
+                                "eagle3_tau_after")], abs=1e-4)
+        elif t == 0.7 and name != "s256":
+            assert rec[f"family_v3.s512.T0.7.{ps}.{name}"] == pytest.approx(
+                [r[c] for c in ("p_over_e_tpot", "peagle_tau_before", "peagle_tau_after")], abs=1e-4)
+    offset = {ps: by[("map", 0.0, ps)]["p_over_e_tpot"] - by[("s256", 0.0, ps)]["p_over_e_tpot"] for ps in sets}
+    assert rec["family_v3.s512.machine_offset"] == pytest.approx(offset, abs=1e-4)
+    assert all(0 < v < 0.03 for v in offset.values())  # README: "0.015-0.024 higher"
+    for ps in sets:
+        new, old = by[("s512", 0.0, ps)], by[("s256", 0.0, ps)]
+        # "higher than before it on every set, as EAGLE-3's is, where the 256-position P-EAGLE's falls by 40 % or more"
+        assert new["peagle_tau_after"] > new["peagle_tau_before"] and new["eagle3_tau_after"] > new["eagle3_tau_before"]
+        assert old["peagle_tau_after"] < 0.6 * old["peagle_tau_before"]
+        # "fewer updates cost the new pair acceptance before token 256"; "EAGLE-3 stays faster on every set"
+        assert new["peagle_tau_before"] < old["peagle_tau_before"] and new["verdict"] == "eagle3 faster"
+        assert by[("s512", 0.7, ps)]["verdict"] == "eagle3 faster"
+        # "at T=0.7 likewise (... above its tau before on every set, where the map's P-EAGLE falls)"
+        assert by[("s512", 0.7, ps)]["peagle_tau_after"] > by[("s512", 0.7, ps)]["peagle_tau_before"]
+        assert by[("map", 0.7, ps)]["peagle_tau_after"] < by[("map", 0.7, ps)]["peagle_tau_before"]
+    # "the ratio rises on code and Japanese and falls on prose"
+    assert [by[("s512", 0.0, ps)]["p_over_e_tpot"] > by[("s256", 0.0, ps)]["p_over_e_tpot"] for ps in sets] == [
+        False, True, True]
+    # T=0.7: "up on Japanese and down on prose, within about the two machines' offset on code"
+    t07 = {ps: by[("s512", 0.7, ps)]["p_over_e_tpot"] - by[("map", 0.7, ps)]["p_over_e_tpot"] for ps in sets}
+    assert t07["ja"] > 0.05 and t07["prose"] < -0.05 and abs(t07["code"]) < max(offset.values())
+    # the window served at T=1: "lifts both heads, EAGLE-3 as much as P-EAGLE or more", "moves little (most on
+    # Japanese) and stays under 1 on every set"; the forecast "close on Japanese and high on prose and code", "prose,
+    # the one point the forecast put above 1, measured below it"
+    fc = {r["prompt_set"]: r for r in window_forecast(lock, read_results(folder / "drafter_window_cpu.json.gz"), 192,
+                                                      prompts=4, windowed_gpu_doc=w192) if r["temperature"] == 1.0}
+    wt = {(r["trained_on"], r["prompt_set"]): r for r in heads_v3.training_length_rows({"all": lock, "192": w192})
+          if r["temperature"] == 1.0}
+    moved = {ps: fc[ps]["measured_window"] - fc[ps]["measured"] for ps in sets}
+    assert max(moved, key=moved.get) == "ja" and all(abs(v) < 0.1 for v in moved.values())
+    for ps in sets:
+        lift = {m: wt[("192", ps)][f"{m}_tau_after"] - wt[("all", ps)][f"{m}_tau_after"] for m in ("eagle3", "peagle")}
+        assert lift["peagle"] > 0 and lift["eagle3"] > lift["peagle"] - 0.05
+        assert fc[ps]["measured_window"] < 1
+        assert rec[f"family_v3.w192.T1.{ps}"] == pytest.approx(
+            [fc[ps][c] for c in ("measured", "forecast_window", "measured_window")]
+            + [wt[(w, ps)][f"{m}_tau_after"] for m in ("eagle3", "peagle") for w in ("all", "192")], abs=1e-4)
+    assert abs(fc["ja"]["error_window"]) < 0.05
+    assert fc["code"]["error_window"] > 0.1 and fc["prose"]["error_window"] > 0.1
+    assert fc["prose"]["forecast_window"] > 1 > fc["prose"]["measured_window"]
+    assert [ps for ps in sets if fc[ps]["forecast_window"] > 1] == ["prose"]
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    assert "- Measured on the GPU: trained on 512-position sequences" in text

@@ -26,6 +26,7 @@ the CLI's extras (the GPU box):
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -365,6 +366,11 @@ def merge_parts(docs: list[dict]) -> dict:
     if len(windows) > 1:
         raise ValueError(f"the parts were recorded with different drafter windows {sorted(windows, key=str)}: merge "
                          "each window's parts into a record of its own")
+    weights = {json.dumps(d["model"]["weights_sha256"], sort_keys=True) for d in docs
+               if d.get("model", {}).get("weights_sha256")}  # records made before weights were named carry none
+    if len(weights) > 1:
+        raise ValueError("the parts were measured with different weights (their model.weights_sha256 differ): merge "
+                         "each model's parts into a record of its own")
     by_regime: dict = {}
     for d in docs:  # a later part's regime replaces an earlier one's at the same (temperature, length)
         for r in d.get("regimes", []):

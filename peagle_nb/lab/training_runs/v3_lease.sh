@@ -29,9 +29,11 @@
 # positions ending at each row's own only (`engine_sweep --drafter-window W`; notebook 08: why P-EAGLE drafts worse
 # past its training length), over 512 tokens unless LENGTHS says otherwise; its records are engine_t*_w$W.json.
 # SEQ_LEN=L trains the heads on L-position sequences (default 256, the length past which they draft worse:
-# notebook 08); give N_SEQUENCES=90112*256/L for the same tokens. The generator's batch shrinks to keep the KV cache
+# notebook 08); give N_SEQUENCES=90112*256/L for the same positions. The generator's batch shrinks to keep the KV cache
 # of 4096 x 256 positions (GEN_BATCH overrides it: an H100 ran out of memory generating 4096 sequences of 512). At
-# L=512 the heads' 300-s budget stopped both at 558 steps (the 256-position pair: its 900-step cap in 160 s).
+# L=512 the data takes ~250 s (~150 s at 256), so the heads' deadline grows by 100 s per 256 positions (HEADS_DEADLINE_S
+# overrides it): at the old 560 s it left each head 191 s, 542 steps (heads_h100_s512/; the 256-position pair: its
+# 900-step cap in 160 s).
 # Keep data/corpus/*.jsonl.gz in the carry (the heads' validation prompts come from it; move other files out):
 # without it the heads command now stops before building data, where a lease once lost its trained heads.
 # TEMPS (default "1 0.7 0") and SWEEP_BUDGET_S (180) fit the sweeps into what is left of a lease.
@@ -47,10 +49,10 @@ if [ -n "${SMOKE:-}" ]; then
   TFLAGS="--smoke"; HFLAGS="--smoke --rungs 3 --base-steps 2 --ablations --gen-batch 8"; DEV=cpu
   SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths ${LENGTHS:-8}"
 else
-  GB=${GEN_BATCH:-$((4096 * 256 / ${SEQ_LEN:-256}))}
+  GB=${GEN_BATCH:-$((4096 * 256 / ${SEQ_LEN:-256}))}; HD=${HEADS_DEADLINE_S:-$((460 + 100 * ${SEQ_LEN:-256} / 256))}
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
   HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
-          --time-budget-s 300 --sample-temperature 0.7 --deadline-s 560 --gen-batch $GB"
+          --time-budget-s 300 --sample-temperature 0.7 --deadline-s $HD --gen-batch $GB"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
   DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s ${SWEEP_BUDGET_S:-180}"
 fi

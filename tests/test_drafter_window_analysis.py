@@ -78,3 +78,30 @@ def test_a_windowed_gpu_record_puts_its_measurement_beside_the_window_forecast()
     assert all(r["error_window"] == pytest.approx(r["forecast_window"] / r["measured"] - 1) for r in rows)
     with pytest.raises(ValueError, match="swept drafter window None, not 192"):
         window_forecast(lock, win, 192, windowed_gpu_doc=lock)  # an unwindowed record named as the windowed one
+
+
+def test_the_readme_gives_the_gpu_measurements_of_both_remedies_as_the_records_say():
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.compare.forecast import window_forecast
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    lock, s512, base, w192, win = (read_results(folder / f) for f in (
+        "engine_h100_v3_lockstep.json.gz", "engine_h100_v3_s512.json.gz", "engine_h100_v3_s512_baseline.json.gz",
+        "engine_h100_v3_w192.json.gz", "drafter_window_cpu.json.gz"))
+    rows = heads_v3.training_length_rows({"256": base, "512": s512})
+    new = [r for r in rows if r["trained_on"] == "512" and r["temperature"] == 0]
+    old = [r for r in rows if r["trained_on"] == "256"]
+    t1 = [r for r in window_forecast(lock, win, 192, prompts=4, windowed_gpu_doc=w192) if r["temperature"] == 1.0]
+
+    def span(xs):
+        return f"{min(xs):.2f}-{max(xs):.2f}"
+
+    readme = " ".join((paths.repo_root() / "README.md").read_text(encoding="utf-8").split())
+    assert all(r["peagle_tau_after"] > r["peagle_tau_before"] for r in new)  # "above its tau before it on every set"
+    assert f"on every set ({span([r['peagle_tau_after'] for r in new])})" in readme
+    assert (f"reaches {span([r['p_over_e_tpot'] for r in new])}x EAGLE-3 over 512 greedy tokens (the 256-position "
+            f"pair on the same machine: {span([r['p_over_e_tpot'] for r in old])}x)") in readme
+    assert (f"{span([r['measured_window'] for r in t1])}x, where the forecast said "
+            f"{span([r['forecast_window'] for r in t1])}x") in readme

@@ -82,12 +82,12 @@ def _start_reaper(pgid: int) -> subprocess.Popen | None:
     """A watchdog process that kills the server's group if we die without cleaning up (SIGKILL, a
     notebook kernel killed on a timeout): atexit and ``with`` cannot run then."""
     try:
-        import psutil
-
-        start = psutil.Process(os.getpid()).create_time()
+        import psutil  # noqa: F401  (the watchdog needs it)
     except ImportError:
         return None
-    return subprocess.Popen([sys.executable, "-m", "peagle_nb.serving._reaper", str(os.getpid()), repr(start),
+    from peagle_nb.serving._reaper import start_id
+
+    return subprocess.Popen([sys.executable, "-m", "peagle_nb.serving._reaper", str(os.getpid()), start_id(os.getpid()),
                              str(pgid)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 

@@ -67,12 +67,14 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     assert doc["model"]["drafter_window"] == 4
 
 
-@pytest.mark.parametrize("seq_len, gen_batch, deadline", [(None, "4096", "560"), ("512", "2048", "660")])
-def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline):
+@pytest.mark.parametrize("seq_len, gen_batch, deadline, knobs", [
+    (None, "4096", "560", {}), ("512", "2048", "660", {}),
+    ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7"})])
+def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline, knobs):
     # PY=echo: every stage writes its command line instead of running, so the full-size flags (which the smoke chain
     # above does not take) are checked here; an H100 ran out of memory generating 4096 sequences of 512 at once
     env = {**os.environ, "PY": "echo", "R": str(tmp_path / "run"), "W": str(tmp_path / "w"), "TARGET_DIR": "T",
-           "TEMPS": "0", **({"SEQ_LEN": seq_len} if seq_len else {})}
+           "TEMPS": "0", **({"SEQ_LEN": seq_len} if seq_len else {}), **knobs}
     env.pop("SMOKE", None)
     run = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -82,3 +84,5 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     assert heads[heads.index("--deadline-s") + 1] == deadline  # 512 positions: the data's 100 s more (542 steps at 560)
     sweep = (tmp_path / "run" / "engine_t0.log").read_text().split()
     assert sweep[sweep.index("--device") + 1] == "cuda" and sweep[sweep.index("--lengths") + 1] == "64,256"
+    assert heads[heads.index("--time-budget-s") + 1] == knobs.get("HEADS_BUDGET_S", "300")
+    assert sweep[sweep.index("--ks") + 1] == knobs.get("KS", "1,3,5,7")

@@ -33,10 +33,13 @@
 # of 4096 x 256 positions (GEN_BATCH overrides it: an H100 ran out of memory generating 4096 sequences of 512). At
 # L=512 the data takes ~250 s (~150 s at 256), so the heads' deadline grows by 100 s per 256 positions (HEADS_DEADLINE_S
 # overrides it): at the old 560 s it left each head 191 s, 542 steps (heads_h100_s512/; the 256-position pair: its
-# 900-step cap in 160 s).
+# 900-step cap in 160 s). HEADS_BUDGET_S (default 300) is each head's training time: at L=512 the pair runs 2.84
+# steps/s, so the 900-step cap needs HEADS_BUDGET_S=330 HEADS_DEADLINE_S=720 (the data's 250 s, the training, 115 s
+# reserved).
 # Keep data/corpus/*.jsonl.gz in the carry (the heads' validation prompts come from it; move other files out):
 # without it the heads command now stops before building data, where a lease once lost its trained heads.
-# TEMPS (default "1 0.7 0") and SWEEP_BUDGET_S (180) fit the sweeps into what is left of a lease.
+# TEMPS (default "1 0.7 0"), SWEEP_BUDGET_S (180) and KS (default 1,3,5,7; K=1 was never a best K on the H100, so
+# KS=3,5,7 buys a sweep more within the budget) fit the sweeps into what is left of a lease.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -52,9 +55,10 @@ else
   GB=${GEN_BATCH:-$((4096 * 256 / ${SEQ_LEN:-256}))}; HD=${HEADS_DEADLINE_S:-$((460 + 100 * ${SEQ_LEN:-256} / 256))}
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
   HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
-          --time-budget-s 300 --sample-temperature 0.7 --deadline-s $HD --gen-batch $GB"
+          --time-budget-s ${HEADS_BUDGET_S:-300} --sample-temperature 0.7 --deadline-s $HD --gen-batch $GB"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
-  DEV=cuda; SFLAGS="--limit 4 --ks 1,3,5,7 --sweeps 3 --repeats 1 --lengths $LEN --budget-s ${SWEEP_BUDGET_S:-180}"
+  DEV=cuda; SFLAGS="--limit 4 --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
+  SFLAGS+=" --budget-s ${SWEEP_BUDGET_S:-180}"
 fi
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)

@@ -105,3 +105,30 @@ def test_the_readme_gives_the_gpu_measurements_of_both_remedies_as_the_records_s
             f"pair on the same machine: {span([r['p_over_e_tpot'] for r in old])}x)") in readme
     assert (f"{span([r['measured_window'] for r in t1])}x, where the forecast said "
             f"{span([r['forecast_window'] for r in t1])}x") in readme
+
+
+def test_the_readme_gives_the_equal_steps_forecast_as_the_records_say():
+    from peagle_nb.compare.forecast import pair_forecast
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    lock, s512, win, acc = (read_results(folder / f) for f in (
+        "engine_h100_v3_lockstep.json.gz", "engine_h100_v3_s512.json.gz", "drafter_window_cpu.json.gz",
+        "drafter_window_cpu_s512.json.gz"))
+    new = [r["forecast"] for r in pair_forecast(s512, acc, "v3-s512e", prompts=4) if r["temperature"] == 0]
+    errors = [r["error"] for doc, fam, measured in ((win, "v3", lock), (acc, "v3-s512", s512))
+              for r in pair_forecast(s512, doc, fam, prompts=4, measured_doc=measured) if r["temperature"] == 0]
+    readme = " ".join((paths.repo_root() / "README.md").read_text(encoding="utf-8").split())
+    assert len(errors) == 6 and min(errors) > 0 and max(new) < 1
+    assert (f"forecast {min(new):.2f}-{max(new):.2f}x EAGLE-3 over 512 greedy tokens, a forecast that ran "
+            f"{min(errors):.0%}-{max(errors):.0%} high".replace("%-", "-").replace("%", " %")) in readme
+
+
+def test_a_pair_the_acceptance_record_lacks_is_named_with_the_command():
+    import pytest
+
+    from peagle_nb.compare.forecast import pair_forecast
+
+    with pytest.raises(ValueError, match="no runs of family 'v3-x'.*drafter_window --family v3-x"):
+        pair_forecast({"regimes": []}, {"runs": [{"family": "v3", "k": 7, "window": None}]}, "v3-x")

@@ -67,6 +67,14 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     assert doc["model"]["drafter_window"] == 4
 
 
+def test_a_poll_on_a_fresh_machine_stops_at_once(tmp_path):
+    # the machine that ran the chain went back (idle > 30 s): a poll there must not spend its seconds waiting
+    env = {**os.environ, "R": str(tmp_path / "none"), "OUT": str(tmp_path)}
+    poll = subprocess.run(["bash", str(SCRIPTS / "v3_poll.sh"), "300", "done"], env=env, capture_output=True,
+                          text=True, timeout=20)
+    assert poll.returncode == 3 and "fresh machine" in poll.stderr and "v3_lease.sh" in poll.stderr
+
+
 @pytest.mark.parametrize("seq_len, gen_batch, deadline, knobs", [
     (None, "4096", "560", {}), ("512", "2048", "660", {}),
     ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7"})])

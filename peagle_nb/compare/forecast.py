@@ -132,6 +132,18 @@ def _first_prompts_tau(run: Mapping, prompts: int | None) -> float:
     return 1.0 + sum(steps) / len(steps)
 
 
+PAIR = ("eagle3", "peagle")
+
+
+def _k7_prediction(gpu_doc: Mapping, temperature: float, tokens: int, tau_eagle3: float, tau_peagle: float):
+    """The GPU regime whose step costs stand for (temperature, tokens) and :func:`best_k_prediction` at K=7 with
+    these two tau (raises ValueError where the record has no such regime)."""
+    src = cost_regime(gpu_doc, temperature, tokens)
+    cost = fit_step_cost(src["runs"], label=f"GPU T={src['temperature']:g}, {tokens} tokens, all prompt sets")
+    taus = [{"method": "eagle3", "k": 7, "tau": tau_eagle3}, {"method": "peagle", "k": 7, "tau": tau_peagle}]
+    return src, best_k_prediction(cost, src["runs"], taus)
+
+
 def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: str = "v3",
                     prompts: int | None = None, windowed_gpu_doc: Mapping | None = None) -> list[dict]:
     """P-EAGLE / EAGLE-3 on TPOT at K=7 for every (temperature, prompt set) of a drafter-window record
@@ -160,16 +172,10 @@ def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: 
         if not {("eagle3", None), ("peagle", None), ("eagle3", window), ("peagle", window)} <= set(here):
             continue
         try:
-            src = cost_regime(gpu_doc, t, n)
+            src, full = _k7_prediction(gpu_doc, t, n, *(_first_prompts_tau(here[(m, None)], prompts) for m in PAIR))
+            _, win = _k7_prediction(gpu_doc, t, n, *(_first_prompts_tau(here[(m, window)], prompts) for m in PAIR))
         except ValueError:
             continue
-        cost = fit_step_cost(src["runs"], label=f"GPU T={src['temperature']:g}, {n} tokens, all prompt sets")
-
-        def tau_run(m, w):
-            return {"method": m, "k": 7, "tau": _first_prompts_tau(here[(m, w)], prompts)}
-
-        full = best_k_prediction(cost, src["runs"], [tau_run("eagle3", None), tau_run("peagle", None)])
-        win = best_k_prediction(cost, src["runs"], [tau_run("eagle3", window), tau_run("peagle", window)])
         point, point_w = measured.get((t, n, ps)), measured_w.get((t, n, ps))
         out.append({"temperature": t, "tokens": n, "prompt_set": ps, "costs_from_T": src["temperature"],
                     "forecast_all": full["predicted"], "forecast_window": win["predicted"],
@@ -184,4 +190,41 @@ def window_forecast(gpu_doc: Mapping, window_doc: Mapping, window: int, family: 
     return out
 
 
-__all__ = ["against_measured", "cost_regime", "forecast_rows", "forecast_verdict", "summarize", "window_forecast"]
+def pair_forecast(gpu_doc: Mapping, tau_doc: Mapping, family: str, prompts: int | None = None,
+                  measured_doc: Mapping | None = None) -> list[dict]:
+    """P-EAGLE / EAGLE-3 on TPOT at K=7 for a pair decoded on a CPU (``family`` of a drafter-window record, every
+    position attended) with the step costs of ``gpu_doc``, a GPU sweep of heads of the same shapes over the same
+    output length (a step's cost depends on the heads' shapes, not their weights). Explained in notebook 08: it
+    forecasts a pair the GPU has not served; ``measured_doc``, the GPU's sweep of this very pair, checks the forecast
+    (``measured``, ``error``), for the points it was not fitted to: the costs come from another pair's sweep."""
+    runs = [r for r in tau_doc["runs"] if r["family"] == family and r["k"] == 7 and r["window"] is None
+            and r.get("sinks", 0) == 0]
+    if not runs:
+        raise ValueError(f"the acceptance record has no runs of family {family!r} at K=7 over every position. Fix: "
+                         f"`python -m peagle_nb.lab.benchmarks.drafter_window --family {family} --windows all "
+                         f"--eagle3-windows all ...`")
+    measured = {} if measured_doc is None else {(r["temperature"], r["tokens"], r["prompt_set"]): r
+                                                for r in step_phases.regime_rows(measured_doc)}
+    out = []
+    for t, n, ps in sorted({(r["temperature"], r["max_new_tokens"], r["prompt_set"]) for r in runs}):
+        here = {r["method"]: r for r in runs if (r["temperature"], r["max_new_tokens"], r["prompt_set"]) == (t, n, ps)}
+        if set(here) != set(PAIR):
+            continue
+        taus = [_first_prompts_tau(here[m], prompts) for m in PAIR]
+        try:
+            src, pred = _k7_prediction(gpu_doc, t, n, *taus)
+        except ValueError:
+            continue
+        point = measured.get((t, n, ps))
+        out.append({"temperature": t, "tokens": n, "prompt_set": ps, "costs_from_T": src["temperature"],
+                    "eagle3_tau": taus[0], "peagle_tau": taus[1], "forecast": pred["predicted"],
+                    "acceptance_factor": pred["acceptance_factor"], "step_factor": pred["step_factor"],
+                    "measured": None if point is None else point["p_over_e_tpot"],
+                    "error": None if point is None else pred["predicted"] / point["p_over_e_tpot"] - 1,
+                    # the GPU's own tau at K=7: an error from tau (CPU fp32 vs GPU) or from the costs
+                    **{f"measured_{m}_tau": None if point is None else point[f"{m}_tau_k7"] for m in PAIR}})
+    return out
+
+
+__all__ = ["against_measured", "cost_regime", "forecast_rows", "forecast_verdict", "pair_forecast", "summarize",
+           "window_forecast"]

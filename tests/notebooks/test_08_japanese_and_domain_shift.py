@@ -603,3 +603,96 @@ def test_the_512_position_pair_and_the_served_window_and_their_words_hold(rec, e
     cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
     assert "- Measured on the GPU: trained on 512-position sequences" in text
+
+
+def test_the_equal_steps_pair_its_acceptance_and_forecast_and_their_words_hold(rec, executed_dir):
+    """The 512-position pair trained again to the map pair's steps: every recorded figure recomputed from the records,
+    and each claim of the markdown after it."""
+    from peagle_nb.analysis import drafter_window as dwin
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.compare.forecast import PAIR, pair_forecast
+
+    folder = paths.results_dir() / "family_v3"
+    s512, lock = (read_results(folder / f) for f in ("engine_h100_v3_s512.json.gz", "engine_h100_v3_lockstep.json.gz"))
+    win, acc = (read_results(folder / f) for f in ("drafter_window_cpu.json.gz", "drafter_window_cpu_s512.json.gz"))
+    heads = {n: json.loads((folder / d / "family_heads.json").read_text()) for n, d in (
+        ("256", "heads_h100_r3_rerun"), ("512", "heads_h100_s512"), ("512e", "heads_h100_s512e"))}
+    sets = ("prose", "code", "ja")
+    assert rec["family_v3.s512e.cpu_runs_name_their_weights"] is True and rec["family_v3.s512e.same_data"] is True
+    assert rec["family_v3.s512e.steps"] == {"eagle3": 900, "peagle": 900} == heads["256"]["pair_steps_run"]["r3"]
+    assert heads["512"]["pair_steps_run"]["r3"] == {"eagle3": 542, "peagle": 542}
+    held = {(r["run"], r["domain"]): r for r in heads_v3.pair_rows(heads)}
+    for ps in sets:
+        new, fewer, map_ = held[("512e", ps)], held[("512", ps)], held[("256", ps)]
+        assert rec[f"family_v3.s512e.heldout.{ps}"] == pytest.approx(
+            [new["eagle3 steps"], new["eagle3 tau"], new["peagle tau"], new["p_over_e_tau"], new["peagle weakest 2-4"]],
+            abs=1e-4)
+        # "both heads draft better than at the fewer steps on every held-out set, P-EAGLE most"
+        assert new["peagle tau"] / fewer["peagle tau"] > new["eagle3 tau"] / fewer["eagle3 tau"] > 1
+        # "P-EAGLE / EAGLE-3 on tau a little above [the map pair's] on every set"
+        assert 0 < new["p_over_e_tau"] - map_["p_over_e_tau"] < 0.05
+        # "weakest conditional acceptance at depths 2-4 climbs back to the map pair's level"
+        assert new["peagle weakest 2-4"] > fewer["peagle weakest 2-4"] + 0.1
+        assert abs(new["peagle weakest 2-4"] - map_["peagle weakest 2-4"]) < 0.07
+    # "the issue's goal met on code only, as for the map's pair"
+    for run in ("512e", "256"):
+        assert [ps for ps in sets if held[(run, ps)]["peagle weakest 2-4"] >= heads_v3.CONDITIONAL_GOAL] == ["code"]
+    # tau before / after token 256 on this CPU, all three pairs
+    families = {"map": ("v3", win), "s512": ("v3-s512", acc), "s512e": ("v3-s512e", acc)}
+    edge = {(p, r["temperature"], r["prompt_set"], r["method"]): r for p, (fam, doc) in families.items()
+            for r in dwin.rows(doc) if r["family"] == fam and r["window"] is None and r["sinks"] == 0}
+    for (p, t, ps, m), r in edge.items():
+        if m == "eagle3":
+            pe = edge[(p, t, ps, "peagle")]
+            assert rec[f"family_v3.s512e.edge.T{t:g}.{ps}.{p}"] == pytest.approx(
+                [r["tau_before"], r["tau_after"], pe["tau_before"], pe["tau_after"]], abs=1e-4)
+
+    def after_ratio(p, t, ps):
+        return edge[(p, t, ps, "peagle")]["tau_after"] / edge[(p, t, ps, "eagle3")]["tau_after"]
+
+    for ps in sets:  # "accepts more after token 256 than before on every set"; "the highest of the three pairs"
+        assert edge[("s512e", 0.0, ps, "peagle")]["tau_after"] > edge[("s512e", 0.0, ps, "peagle")]["tau_before"]
+        for t in (0.0, 0.7):
+            assert after_ratio("s512e", t, ps) > max(after_ratio("map", t, ps), after_ratio("s512", t, ps))
+    # "At T=1 every head's tau stays under two and a half ... and no pair leads on every set"
+    assert max(r[k] for (p, t, ps, m), r in edge.items() if t == 1.0 for k in ("tau_before", "tau_after")) < 2.5
+    leaders = {max(families, key=lambda p: after_ratio(p, 1.0, ps)) for ps in sets}
+    assert len(leaders) > 1
+    # the forecast: checks on the served pairs, then the equal-steps pair
+    checks = ([dict(r, pair="map") for r in pair_forecast(s512, win, "v3", prompts=4, measured_doc=lock)]
+              + [dict(r, pair="s512") for r in pair_forecast(s512, acc, "v3-s512", prompts=4, measured_doc=s512)])
+    checks = [r for r in checks if r["measured"] is not None]
+    greedy = [r for r in checks if r["temperature"] == 0]
+    sampled = [r for r in checks if r["temperature"] > 0]
+    assert len(greedy) == 6 and len(sampled) == 9
+    assert rec["family_v3.s512e.greedy_tau_cpu_equals_gpu"] is True
+    assert all(r[f"{m}_tau"] == r[f"measured_{m}_tau"] for r in greedy for m in PAIR)  # "equals the GPU's exactly"
+    err = {k: (min(r["error"] for r in g), max(r["error"] for r in g)) for k, g in (("greedy", greedy),
+                                                                                    ("sampled", sampled))}
+    for k, v in err.items():
+        assert rec[f"family_v3.s512e.forecast_error_range.{k}"] == pytest.approx(list(v), abs=1e-4)
+    for r in checks:
+        assert rec[f"family_v3.s512e.check.{r['pair']}.T{r['temperature']:g}.{r['prompt_set']}"] == pytest.approx(
+            [r["forecast"], r["measured"]], abs=1e-4)
+    assert err["greedy"][0] > 0  # "it runs high on all six greedy points"
+    assert err["sampled"][0] < 0 < err["sampled"][1] and err["sampled"][1] - err["sampled"][0] > err["greedy"][1] - \
+        err["greedy"][0]  # "err both ways and more widely"
+    fc = {(r["temperature"], r["prompt_set"]): r for r in pair_forecast(s512, acc, "v3-s512e", prompts=4)}
+    band = {}
+    for (t, ps), r in fc.items():
+        lo, hi = err["greedy" if t == 0 else "sampled"]
+        band[(t, ps)] = (r["forecast"] / (1 + hi), r["forecast"] / (1 + lo))
+        assert rec[f"family_v3.s512e.forecast.T{t:g}.{ps}"] == pytest.approx(
+            [r["eagle3_tau"], r["peagle_tau"], r["forecast"], *band[(t, ps)]], abs=1e-4)
+    greedy_top = {ps: band[(0.0, ps)][1] for ps in sets}
+    assert max(greedy_top.values()) < 1 and max(greedy_top, key=greedy_top.get) == "code"  # "under 1, code closest"
+    measured = {p: {r["prompt_set"]: r["measured"] for r in greedy if r["pair"] == p} for p in ("map", "s512")}
+    assert all(fc[(0.0, ps)]["forecast"] > max(measured["map"][ps], measured["s512"][ps]) + 0.05 for ps in sets)
+    assert len({round(r["step_factor"], 9) for r in fc.values() if r["temperature"] == 0}) == 1
+    # "the bands at T=0.7 and 1 straddle 1 on prose and code"; "only the widest sampled bands (prose) pass [1.10]"
+    for t in (0.7, 1.0):
+        assert all(band[(t, ps)][0] < 1 < band[(t, ps)][1] for ps in ("prose", "code"))
+    assert sorted(k for k, b in band.items() if b[1] >= heads_v3.SPEED_RATIO_GOAL) == [(0.7, "prose"), (1.0, "prose")]
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    assert "- At equal steps the 512-position pair drafts before token 256" in text

@@ -196,7 +196,8 @@ def pair_forecast(gpu_doc: Mapping, tau_doc: Mapping, family: str, prompts: int 
     position attended) with the step costs of ``gpu_doc``, a GPU sweep of heads of the same shapes over the same
     output length (a step's cost depends on the heads' shapes, not their weights). Explained in notebook 08: it
     forecasts a pair the GPU has not served; ``measured_doc``, the GPU's sweep of this very pair, checks the forecast
-    (``measured``, ``error``), for the points it was not fitted to: the costs come from another pair's sweep."""
+    (``measured``, ``error``). The costs are fitted to a sweep's step times, never to its P-EAGLE / EAGLE-3 ratios;
+    a check is out of sample where ``gpu_doc`` is another pair's sweep, in part where it is this pair's own."""
     runs = [r for r in tau_doc["runs"] if r["family"] == family and r["k"] == 7 and r["window"] is None
             and r.get("sinks", 0) == 0]
     if not runs:

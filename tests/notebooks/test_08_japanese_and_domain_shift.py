@@ -644,8 +644,29 @@ def test_the_equal_steps_pair_its_acceptance_and_forecast_and_their_words_hold(r
     for (p, t, ps, m), r in edge.items():
         if m == "eagle3":
             pe = edge[(p, t, ps, "peagle")]
-            assert rec[f"family_v3.s512e.edge.T{t:g}.{ps}.{p}"] == pytest.approx(
-                [r["tau_before"], r["tau_after"], pe["tau_before"], pe["tau_after"]], abs=1e-4)
+            got = rec[f"family_v3.s512e.edge.T{t:g}.{ps}.{p}"]
+            want = [r["tau_before"], r["tau_after"], pe["tau_before"], pe["tau_after"], pe["repeated_share_after"],
+                    r["tau_after_fresh"], pe["tau_after_fresh"]]
+            assert [g is None for g in got] == [w is None for w in want]
+            assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None], abs=1e-4)
+    # "after the edge every greedy step on prose and code, and nearly every one on Japanese, starts inside a
+    # repeated 8-gram"; "at T=0.7 most steps after the edge start on fresh text (on code about half)"
+    for p in families:
+        for m in PAIR:
+            assert edge[(p, 0.0, "prose", m)]["repeated_share_after"] == edge[(p, 0.0, "code", m)][
+                "repeated_share_after"] == 1.0
+            assert edge[(p, 0.0, "ja", m)]["repeated_share_after"] > 0.9
+        shares = {ps: edge[(p, 0.7, ps, "peagle")]["repeated_share_after"] for ps in sets}
+        assert shares["prose"] < 0.3 and shares["ja"] < 0.3 and 0.4 < shares["code"] < 0.65
+
+    def fresh_ratio(p, ps):
+        return edge[(p, 0.7, ps, "peagle")]["tau_after_fresh"] / edge[(p, 0.7, ps, "eagle3")]["tau_after_fresh"]
+
+    for ps in sets:  # "both 512-position pairs stand above the map's pair on every set"; "below 1 on every set"
+        assert min(fresh_ratio("s512", ps), fresh_ratio("s512e", ps)) > fresh_ratio("map", ps)
+        assert max(fresh_ratio(p, ps) for p in families) < 1
+    # "the equal-steps pair leads the fewer-steps one on prose only"
+    assert [ps for ps in sets if fresh_ratio("s512e", ps) > fresh_ratio("s512", ps)] == ["prose"]
 
     def after_ratio(p, t, ps):
         return edge[(p, t, ps, "peagle")]["tau_after"] / edge[(p, t, ps, "eagle3")]["tau_after"]

@@ -97,10 +97,12 @@ def test_clean_notebook_passes(tmp_path):
         (lambda nb: nb["cells"][2].update(source="print(K if SMOKE else 0)\nfrom peagle_nb.notebook import record"),
          "reads SMOKE before importing peagle_nb.notebook"),
         (lambda nb: nb["cells"].append(md("P-EAGLE reached tau 2.37 here.")), "decimal figure 2.37 typed"),
+        (lambda nb: nb["cells"][2].pop("id"), "no cell id"),
+        (lambda nb: nb["cells"][2].update(id=nb["cells"][1]["id"]), "a repeated cell id"),
     ],
     ids=["outputs", "exec_count", "kernel", "nb_metadata", "cell_metadata", "no_params", "two_params",
          "computed_param", "import_in_params", "no_smoke", "smoke_committed_false", "first_screen_silent",
-         "first_cell_code", "smoke_read_too_early", "typed_figure"],
+         "first_cell_code", "smoke_read_too_early", "typed_figure", "no_cell_id", "repeated_cell_id"],
 )
 def test_planted_violation_is_caught(tmp_path, plant, expected):
     path = _edit(_clean(tmp_path), plant)

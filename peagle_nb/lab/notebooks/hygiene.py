@@ -152,8 +152,14 @@ def check_notebook(path: str | Path) -> list[str]:
     stray = set(nb.get("metadata", {})) - ALLOWED_NOTEBOOK_METADATA
     if stray:
         problems.append(f"{path.name}: stray notebook metadata {sorted(stray)}")
+    ids: set[str] = set()
     for i, cell in enumerate(nb.get("cells", [])):
         where = f"{path.name} cell {i}"
+        # nbformat 4.5 cells need a unique id; without one, papermill and nbformat rewrite the file on every run
+        if not cell.get("id") or cell["id"] in ids:
+            problems.append(f"{where}: {'a repeated' if cell.get('id') else 'no'} cell id (give it a new unique "
+                            "`id`, e.g. `nbformat.validator.normalize`)")
+        ids.add(cell.get("id", ""))
         if cell.get("outputs"):
             problems.append(f"{where}: has committed outputs (clear them before committing)")
         if cell.get("execution_count") is not None:

@@ -132,3 +132,23 @@ def test_a_pair_the_acceptance_record_lacks_is_named_with_the_command():
 
     with pytest.raises(ValueError, match="no runs of family 'v3-x'.*drafter_window --family v3-x"):
         pair_forecast({"regimes": []}, {"runs": [{"family": "v3", "k": 7, "window": None}]}, "v3-x")
+
+
+def test_the_readme_gives_the_served_equal_steps_recipe_as_the_records_say():
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.compare.forecast import pair_forecast
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    s512, served, acc = (read_results(folder / f) for f in (
+        "engine_h100_v3_s512.json.gz", "engine_h100_v3_s512e_rerun.json.gz", "drafter_window_cpu_s512e_rerun.json.gz"))
+    ratio = {t: [r["p_over_e_tpot"] for r in heads_v3.regime_table(served) if r["temperature"] == t] for t in (0, 0.7)}
+    greedy_err = [r["error"] for r in pair_forecast(s512, acc, "v3-s512e2", prompts=4, measured_doc=served)
+                  if r["temperature"] == 0]
+    spread = [r["tau_max"] - r["tau_min"] for r in heads_v3.tau_spread_rows(served) if r["temperature"] == 0.7]
+    readme = " ".join((paths.repo_root() / "README.md").read_text(encoding="utf-8").split())
+    assert (f"reaches {min(ratio[0]):.2f}-{max(ratio[0]):.2f}x EAGLE-3 over 512 greedy tokens (its own forecast "
+            f"within 5 %) and {min(ratio[0.7]):.2f}-{max(ratio[0.7]):.2f}x at T=0.7") in readme
+    assert max(abs(e) for e in greedy_err) < 0.05 and max(ratio[0]) < 1 < max(ratio[0.7]) < heads_v3.SPEED_RATIO_GOAL
+    assert max(spread) > 1  # "by more than a token" (Japanese EAGLE-3)

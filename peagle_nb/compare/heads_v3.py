@@ -315,3 +315,17 @@ def training_length_rows(records: Mapping[str, Mapping], tokens: int = 512, edge
                 row[f"{m}_tau_after"] = None if h is None else h["tau_after"]
             out.append(row)
     return out
+
+
+def tau_spread_rows(engine_doc: Mapping, k: int = 7) -> list[dict]:
+    """tau at ``k`` in every sweep of each (temperature, output length, prompt set, method), as min / max / count. At
+    T > 0 each sweep samples its own text, so this is how far the text alone moves tau between sweeps (notebook 08:
+    why a sampled point of a few prompts can sit far from its forecast)."""
+    taus: dict[tuple, list[float]] = {}
+    for reg in engine_doc.get("regimes", []):
+        for r in reg["runs"]:
+            if r["k"] == k and r["method"] in ("eagle3", "peagle"):
+                key = (reg["temperature"], reg["max_new_tokens"], r["prompt_set"], r["method"])
+                taus.setdefault(key, []).append(r["tau"])
+    return [{"temperature": t, "tokens": n, "prompt_set": ps, "method": m, "tau_min": min(v), "tau_max": max(v),
+             "sweeps": len(v)} for (t, n, ps, m), v in sorted(taus.items())]

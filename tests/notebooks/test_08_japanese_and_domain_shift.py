@@ -717,3 +717,107 @@ def test_the_equal_steps_pair_its_acceptance_and_forecast_and_their_words_hold(r
     cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
     assert "- At equal steps the 512-position pair drafts before token 256" in text
+
+
+def test_the_equal_steps_recipe_trained_again_and_served_and_its_words_hold(rec, executed_dir):
+    """The whole chain trained again (target, equal-steps pair) and the pair served on an H100: every recorded figure
+    recomputed from the records, and each claim of the markdown after it."""
+    from peagle_nb.compare import heads_v3, target_v3
+    from peagle_nb.compare.forecast import PAIR, pair_forecast
+
+    folder = paths.results_dir() / "family_v3"
+    target_first, target_again = (json.loads((folder / d / "training_log.json").read_text())
+                                  for d in ("target_h100", "target_h100_rerun"))
+    heads = {n: json.loads((folder / d / "family_heads.json").read_text()) for n, d in (
+        ("first", "heads_h100_s512e"), ("again", "heads_h100_s512e_rerun"), ("map", "heads_h100_r3_rerun"))}
+    served, s512, base512, lock = (read_results(folder / f) for f in (
+        "engine_h100_v3_s512e_rerun.json.gz", "engine_h100_v3_s512.json.gz", "engine_h100_v3_s512_baseline.json.gz",
+        "engine_h100_v3_lockstep.json.gz"))
+    acc_first, acc_again, win = (read_results(folder / f) for f in (
+        "drafter_window_cpu_s512.json.gz", "drafter_window_cpu_s512e_rerun.json.gz", "drafter_window_cpu.json.gz"))
+    sets = ("prose", "code", "ja")
+    assert rec["family_v3.s512e_rerun.records_name_one_set_of_weights"] is True
+    assert rec["family_v3.s512e_rerun.new_weights"] is True and rec["family_v3.s512e_rerun.same_recipe"] is True
+    # "the same command on the same GPU kind ran a few more steps ... within the card's tolerance on every domain,
+    # prose closest to its edge"
+    check = target_v3.retraining_check(target_first, target_again)
+    assert rec["family_v3.s512e_rerun.target_within_all"] is True is check["within_all"]
+    assert check["rerun_device"] == check["recorded_device"] and 1 < check["steps_ratio"] < 1.05
+    assert rec["family_v3.s512e_rerun.target_steps"] == [check["recorded_steps"], check["rerun_steps"]]
+    for r in check["rows"]:
+        assert rec[f"family_v3.s512e_rerun.target.{r['domain']}"] == pytest.approx([r["difference"], r["tolerance"]],
+                                                                                  abs=1e-4)
+    assert max(check["rows"], key=lambda r: r["difference"] / r["tolerance"])["domain"] == "prose"
+    # one recipe, two trainings
+    held = {(r["run"], r["domain"]): r for r in heads_v3.pair_rows(heads)}
+    for ps in sets:
+        a, f = held[("again", ps)], held[("first", ps)]
+        assert rec[f"family_v3.s512e_rerun.heldout.{ps}"] == pytest.approx(
+            [a["eagle3 tau"], a["peagle tau"], a["p_over_e_tau"], a["peagle weakest 2-4"]], abs=1e-4)
+        assert a["p_over_e_tau"] > f["p_over_e_tau"]  # "rises on every set"
+    e3 = {ps: held[("again", ps)]["eagle3 tau"] / held[("first", ps)]["eagle3 tau"] for ps in sets}
+    pe = {ps: held[("again", ps)]["peagle tau"] / held[("first", ps)]["peagle tau"] for ps in sets}
+    assert 0.9 < e3["prose"] < 1 and 0.9 < e3["code"] < 1 and e3["ja"] > 1.05  # "a little worse ... better on ja"
+    assert all(abs(pe[ps] - 1) < 0.03 for ps in ("prose", "code")) and pe["ja"] > 1.1  # "much better on Japanese"
+    goal = heads_v3.CONDITIONAL_GOAL
+    assert [ps for ps in sets if held[("again", ps)]["peagle weakest 2-4"] >= goal] == ["code", "ja"]
+    assert [ps for ps in sets if held[("first", ps)]["peagle weakest 2-4"] >= goal] == ["code"]
+    # "a training's spread is as large as the differences the sections above compared" (the first training vs the
+    # map's pair: 0 to 0.05 on tau's ratio)
+    assert max(abs(held[("again", ps)]["p_over_e_tau"] - held[("first", ps)]["p_over_e_tau"]) for ps in sets) > max(
+        abs(held[("first", ps)]["p_over_e_tau"] - held[("map", ps)]["p_over_e_tau"]) for ps in sets)
+    # served
+    table = {(r["temperature"], r["prompt_set"]): r for r in heads_v3.regime_table(served)}
+    assert set(table) == {(t, ps) for t in (0.0, 0.7) for ps in sets}
+    for (t, ps), r in table.items():
+        assert r["sweeps"] == 3
+        assert rec[f"family_v3.s512e_rerun.served.T{t:g}.{ps}"] == pytest.approx(
+            [r["sweeps"], r["p_over_e_tpot"], r["p_over_e_tpot_min"], r["p_over_e_tpot_max"], r["tpot_verdict"],
+             r["p_over_e_e2e"], r["e2e_verdict"], r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"],
+             r["eagle3_tau_fresh_k7"], r["peagle_tau_fresh_k7"]], abs=1e-4)
+        assert min(r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"]) >= 1.5  # "at least 1.5x plain decoding"
+        assert r["p_over_e_tpot"] < heads_v3.SPEED_RATIO_GOAL  # "nowhere 1.10x"
+    earlier = [r["p_over_e_tpot"] for doc in (s512, base512, lock) for r in heads_v3.regime_table(doc)
+               if r["temperature"] == 0 and r["tokens"] == 512]
+    for ps in sets:  # greedy: "EAGLE-3 stays faster on every set", "the highest ... every sweep on the same side"
+        g = table[(0.0, ps)]
+        assert g["tpot_verdict"] == "eagle3 faster" and g["p_over_e_tpot_max"] < 1 and g["p_over_e_tpot"] > max(earlier)
+        assert g["repetition_k7"] > 0.85 and g["peagle_tau_fresh_k7"] < g["eagle3_tau_fresh_k7"]  # loops; fresh text
+    assert [table[(0.7, ps)]["tpot_verdict"] for ps in sets] == ["tie", "tie", "eagle3 faster"]
+    code7 = table[(0.7, "code")]  # "just above 1 on TPOT and end to end, each inside a spread that crosses 1"
+    assert 1 < code7["p_over_e_tpot"] < 1.05 and code7["p_over_e_tpot_min"] < 1 < code7["p_over_e_tpot_max"]
+    assert code7["p_over_e_e2e"] > 1 and code7["e2e_verdict"] == "tie"
+    # the forecast on the new pair
+    fc = {(r["temperature"], r["prompt_set"]): r for r in pair_forecast(s512, acc_again, "v3-s512e2", prompts=4,
+                                                                       measured_doc=served) if r["measured"]}
+    assert set(fc) == set(table)  # T=1 was decoded on this CPU, not served
+    assert rec["family_v3.s512e_rerun.greedy_tau_cpu_equals_gpu"] is True
+    for (t, ps), r in fc.items():
+        assert rec[f"family_v3.s512e_rerun.forecast.T{t:g}.{ps}"] == pytest.approx(
+            [r["forecast"], r["measured"], r["error"]], abs=1e-4)
+        if t == 0:
+            assert all(r[f"{m}_tau"] == r[f"measured_{m}_tau"] for m in PAIR)
+    greedy_err = [fc[(0.0, ps)]["error"] for ps in sets]
+    assert max(abs(e) for e in greedy_err) < 0.05 and sum(e < 0 for e in greedy_err) == 2  # "below zero on two"
+    earlier_checks = [r for r in pair_forecast(s512, win, "v3", prompts=4, measured_doc=lock)
+                      + pair_forecast(s512, acc_first, "v3-s512", prompts=4, measured_doc=s512)
+                      if r["measured"] is not None and r["temperature"] == 0]
+    assert min(r["error"] for r in earlier_checks) > 0  # "(always high)"
+    assert rec["family_v3.s512e_rerun.in_band"][:3] == [True, False, False]  # (code, ja, prose): "missed them"
+    sampled_err = {ps: fc[(0.7, ps)]["error"] for ps in sets}
+    assert min(sampled_err.values()) > 0 and max(sampled_err, key=sampled_err.get) == "ja" and sampled_err["ja"] > 0.3
+    ja7 = table[(0.7, "ja")]
+    assert abs(fc[(0.7, "ja")]["forecast"] - ja7["p_over_e_tpot_max"]) < 0.01  # "a spread whose top is the forecast"
+    # "the measured median sits at the bottom of [the] spread"
+    lo, mid, hi = (ja7[f"p_over_e_tpot{s}"] for s in ("_min", "", "_max"))
+    assert mid - lo < 0.25 * (hi - lo)
+    spread = {(r["temperature"], r["prompt_set"], r["method"]): r for r in heads_v3.tau_spread_rows(served)}
+    for (t, ps, m), r in spread.items():
+        assert rec[f"family_v3.s512e_rerun.tau_k7_range.T{t:g}.{ps}.{m}"] == pytest.approx(
+            [r["tau_min"], r["tau_max"], r["sweeps"]], abs=1e-4)
+    ja_e3 = spread[(0.7, "ja", "eagle3")]
+    assert ja_e3["tau_max"] - ja_e3["tau_min"] > max(1.0, ja7["eagle3_tau_k7"] - ja7["peagle_tau_k7"])
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    assert "- The equal-steps recipe trained again from nothing" in text
+    assert text.count("- At equal steps the 512-position pair drafts before token 256") == 1

@@ -15,6 +15,12 @@
 # heads_h100_r3/, heads_h100_r3_rerun/): target 600 s, heads 420 s (381 s from a carried prompts file), the three
 # sweeps 359 s (each capped by --budget-s: at 120 s the T=1 sweep's 256-token regime stopped at 2 sweeps of 3, so the
 # recorded map re-ran it alone, and the cap is now 180 s; data/results/README.md, engine_h100_v3_lockstep.json.gz).
+# The whole chain from nothing fits one session's device time (family_v3/heads_h100_s512e_rerun/lease_stages.txt):
+# corpus in two carries (`corpus_v3 --carry-plan --limit-mib 50`, hard links under a git-ignored .carry/a, .carry/b
+# copied into data/corpus/v3 by each call: a carry names 8 paths at most), then SEQ_LEN=512 N_SEQUENCES=45056
+# HEADS_BUDGET_S=330 HEADS_DEADLINE_S=760 LENGTHS=512 KS=3,5,7 TEMPS="0.7 0" TARGET_FLAGS="--time-budget-s 420
+# --deadline-s 840": target 523 s, heads 617 s (their prompts drawn here: no PROMPTS file), sweeps 152 + 107 s;
+# 1,436 s of device time with the start and four polls.
 #
 # A target already trained (data/models/v3-target-h100, say) skips the target stage and the corpus: carry its files
 # (the folder, 53 MB: one call's carry with the tiny weights moved out of the tree, the corpus kept) and, in the next

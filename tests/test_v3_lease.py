@@ -77,7 +77,7 @@ def test_a_poll_on_a_fresh_machine_stops_at_once(tmp_path):
 
 @pytest.mark.parametrize("seq_len, gen_batch, deadline, knobs", [
     (None, "4096", "560", {}), ("512", "2048", "660", {}),
-    ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7"})])
+    ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7", "LIMIT": "8"})])
 def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline, knobs):
     # PY=echo: every stage writes its command line instead of running, so the full-size flags (which the smoke chain
     # above does not take) are checked here; an H100 ran out of memory generating 4096 sequences of 512 at once
@@ -94,3 +94,4 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     assert sweep[sweep.index("--device") + 1] == "cuda" and sweep[sweep.index("--lengths") + 1] == "64,256"
     assert heads[heads.index("--time-budget-s") + 1] == knobs.get("HEADS_BUDGET_S", "300")
     assert sweep[sweep.index("--ks") + 1] == knobs.get("KS", "1,3,5,7")
+    assert sweep[sweep.index("--limit") + 1] == knobs.get("LIMIT", "4")

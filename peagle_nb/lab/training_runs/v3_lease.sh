@@ -46,6 +46,9 @@
 # without it the heads command now stops before building data, where a lease once lost its trained heads.
 # TEMPS (default "1 0.7 0"), SWEEP_BUDGET_S (180) and KS (default 1,3,5,7; K=1 was never a best K on the H100, so
 # KS=3,5,7 buys a sweep more within the budget) fit the sweeps into what is left of a lease.
+# LIMIT (default 4) is the sweeps' prompts per set: at T > 0 each sweep samples its own text, and over 4 prompts x 512
+# tokens the text moved Japanese EAGLE-3's tau by more than a token between sweeps (engine_h100_v3_s512e_rerun.json.gz,
+# notebook 08), so sampled points want more prompts; the time per sweep grows with it.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -63,7 +66,7 @@ else
   HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
           --time-budget-s ${HEADS_BUDGET_S:-300} --sample-temperature 0.7 --deadline-s $HD --gen-batch $GB"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
-  DEV=cuda; SFLAGS="--limit 4 --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
+  DEV=cuda; SFLAGS="--limit ${LIMIT:-4} --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
   SFLAGS+=" --budget-s ${SWEEP_BUDGET_S:-180}"
 fi
 stage start

@@ -35,10 +35,13 @@ def expand_batch_to_tokens(x: torch.Tensor, cu_num_tokens: torch.Tensor, num_tok
 def vllm_cpu_expand_is_broken() -> bool:
     """Run the CPU build's expand kernel on a float32 buffer; True when the buffer is not written (the bug)."""
     try:
-        import vllm._C  # noqa: F401 - registers torch.ops._C, the CPU build's kernels
+        from vllm.platforms import current_platform
         from vllm.utils import cpu_triton_utils
     except ImportError:  # not the CPU build (or no vLLM): nothing to fix
         return False
+    # vLLM's own loader registers torch.ops._C from the library built for this CPU (_C, _C_AVX512 or _C_AVX2);
+    # importing `vllm._C` beside another of them registers the namespace twice, which aborts the process
+    current_platform.import_kernels()
     impl = getattr(cpu_triton_utils, "_expand_kernel_impl", None)
     if impl is None or not hasattr(torch.ops._C, "expand_kernel_impl"):
         return False

@@ -20,6 +20,12 @@ def rec(run_notebook):
     return run_notebook(NOTEBOOK, **SMOKE_PARAMETERS).records
 
 
+def summary_text(executed_dir):
+    """The markdown the executed notebook's last cell ("What we saw") displayed."""
+    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
+    return "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+
+
 def test_japanese_costs_more_tokens_per_character(rec):
     for d in ("prose", "code"):
         assert rec["tokenizer.ja.tokens_per_char"] > rec[f"tokenizer.{d}.tokens_per_char"]
@@ -250,8 +256,7 @@ def test_the_complete_v3_map_on_the_h100_is_recorded_and_its_words_hold(rec, exe
     regs = {(r["temperature"], r["max_new_tokens"]) for r in lock["regimes"]}
     assert regs == {(t, n) for t in (0.0, 0.7, 1.0) for n in (64, 256, 512)}
     assert len(step_phases.regime_rows(lock)) == 27
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     lo, hi = min(r["p_over_e_tpot"] for r in table), max(r["p_over_e_tpot"] for r in table)
     assert f"27 points of at least 3 sweeps): P-EAGLE faster at 0, a tie at 3, {lo:.2f}-{hi:.2f}x" in text
 
@@ -386,8 +391,7 @@ def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
 
 
 def test_the_summary_says_what_the_v3_family_showed(rec, executed_dir):
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     lo = min(v for k, v in rec.items() if k.startswith("family_v3.regime.p_over_e_tpot."))
     hi = max(v for k, v in rec.items() if k.startswith("family_v3.regime.p_over_e_tpot."))
     assert hi < 1  # "not P-EAGLE's win"
@@ -405,8 +409,7 @@ def test_served_acceptance_and_the_parallel_ceiling_from_their_records(rec, exec
     assert rec["family_v3.ceiling.goal_room_sets"] == ["code"]  # "out of reach on prose and Japanese"
     assert rec["family_v3.ceiling.points_above.eagle3"] == 6  # "passes the ceiling ... on every set and temperature"
     assert rec["family_v3.served.weakest_2_4.T0.7.prose.peagle"] < heads_v3.CONDITIONAL_GOAL
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     assert "no mask slot can reach the goal on prose, ja" in text
 
 
@@ -433,8 +436,7 @@ def test_the_rung_10_pair_is_printed_from_its_records(rec, executed_dir):
     assert rec["family_v3.r10.above_ceiling.T0.7.code.peagle"] == [3]
     assert rec["family_v3.r10.prose_t0.peagle_ahead_on_two_hardest"] is True
     assert rec["family_v3.r10.prose_t0.prompts_peagle_ahead"] < 4  # "on most other prompts EAGLE-3 accepts more"
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     greedy = [rec[f"family_v3.r10.p_over_e_tpot.T0.{ps}"] for ps in ("prose", "code", "ja")]
     lo, hi = min(greedy), max(greedy)
     assert f"{lo:.2f}-{hi:.2f}x EAGLE-3 per output token" in text and "still no win" in text
@@ -513,8 +515,7 @@ def test_why_past_the_training_length_the_drafter_window_and_its_words_hold(rec,
         if r["temperature"] == 0:
             assert abs(r["error_all"]) < 0.15 and r["measured"] < r["forecast_window"] < 1
             assert eight[key]["forecast_window"] < 1
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     assert "- Why: the distance its attention spans." in text
 
 
@@ -600,8 +601,7 @@ def test_the_512_position_pair_and_the_served_window_and_their_words_hold(rec, e
     assert fc["code"]["error_window"] > 0.1 and fc["prose"]["error_window"] > 0.1
     assert fc["prose"]["forecast_window"] > 1 > fc["prose"]["measured_window"]
     assert [ps for ps in sets if fc[ps]["forecast_window"] > 1] == ["prose"]
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     assert "- Measured on the GPU: trained on 512-position sequences" in text
 
 
@@ -714,8 +714,7 @@ def test_the_equal_steps_pair_its_acceptance_and_forecast_and_their_words_hold(r
     for t in (0.7, 1.0):
         assert all(band[(t, ps)][0] < 1 < band[(t, ps)][1] for ps in ("prose", "code"))
     assert sorted(k for k, b in band.items() if b[1] >= heads_v3.SPEED_RATIO_GOAL) == [(0.7, "prose"), (1.0, "prose")]
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     assert "- At equal steps the 512-position pair drafts before token 256" in text
 
 
@@ -817,7 +816,6 @@ def test_the_equal_steps_recipe_trained_again_and_served_and_its_words_hold(rec,
             [r["tau_min"], r["tau_max"], r["sweeps"]], abs=1e-4)
     ja_e3 = spread[(0.7, "ja", "eagle3")]
     assert ja_e3["tau_max"] - ja_e3["tau_min"] > max(1.0, ja7["eagle3_tau_k7"] - ja7["peagle_tau_k7"])
-    cells = json.loads((executed_dir / NOTEBOOK).read_text())["cells"]
-    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cells[-1]["outputs"])
+    text = summary_text(executed_dir)
     assert "- The equal-steps recipe trained again from nothing" in text
     assert text.count("- At equal steps the 512-position pair drafts before token 256") == 1

@@ -285,6 +285,8 @@ def regime_rows(doc: Mapping) -> list[dict]:
                 "p_over_e_tpot_max": s.peagle_over_eagle3_tpot.max,
                 "tpot_verdict": s.peagle_over_eagle3_tpot_verdict,
                 "p_over_e_e2e": s.peagle_over_eagle3_at_best_k.median,
+                "p_over_e_e2e_min": s.peagle_over_eagle3_at_best_k.min,
+                "p_over_e_e2e_max": s.peagle_over_eagle3_at_best_k.max,
                 "e2e_verdict": s.peagle_over_eagle3_verdict,
                 "eagle3_tau_k7": e3.at_k7.tau if e3.at_k7 else None,
                 "peagle_tau_k7": pe.at_k7.tau if pe.at_k7 else None,

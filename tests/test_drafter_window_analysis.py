@@ -152,3 +152,23 @@ def test_the_readme_gives_the_served_equal_steps_recipe_as_the_records_say():
             f"within 5 %) and {min(ratio[0.7]):.2f}-{max(ratio[0.7]):.2f}x at T=0.7") in readme
     assert max(abs(e) for e in greedy_err) < 0.05 and max(ratio[0]) < 1 < max(ratio[0.7]) < heads_v3.SPEED_RATIO_GOAL
     assert max(spread) > 1  # "by more than a token" (Japanese EAGLE-3)
+
+
+def test_the_readme_gives_the_eight_prompt_sweep_as_its_record_says():
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.files import paths
+    from peagle_nb.files.results import read_results
+
+    folder = paths.results_dir() / "family_v3"
+    p8, p4 = (read_results(folder / f) for f in ("engine_h100_v3_s512e_p8.json.gz",
+                                                  "engine_h100_v3_s512e_rerun.json.gz"))
+    rows = heads_v3.regime_table(p8)
+    ratio = [r["p_over_e_tpot"] for r in rows]
+    t1 = [r["p_over_e_tpot"] for r in rows if r["temperature"] == 1.0]
+    readme = " ".join((paths.repo_root() / "README.md").read_text(encoding="utf-8").split())
+    assert (f"it reaches {min(ratio):.2f}-{max(ratio):.2f}x EAGLE-3 over greedy, T=0.7 and T=1 tokens, a tie only on "
+            f"code at T=0.7, and at T=1 EAGLE-3 is faster on every set ({min(t1):.2f}-{max(t1):.2f}x)") in readme
+    assert [(r["temperature"], r["prompt_set"]) for r in rows if r["tpot_verdict"] == "tie"] == [(0.7, "code")]
+    assert {r["tpot_verdict"] for r in rows if r["temperature"] == 1.0} == {"eagle3 faster"}
+    again = heads_v3.prefix_reproduced(p4, p8)  # "its first 4 prompts repeat the earlier lease step for step"
+    assert again["same"] == again["compared"] > 0

@@ -321,11 +321,41 @@ def tau_spread_rows(engine_doc: Mapping, k: int = 7) -> list[dict]:
     """tau at ``k`` in every sweep of each (temperature, output length, prompt set, method), as min / max / count. At
     T > 0 each sweep samples its own text, so this is how far the text alone moves tau between sweeps (notebook 08:
     why a sampled point of a few prompts can sit far from its forecast)."""
-    taus: dict[tuple, list[float]] = {}
+    runs: dict[tuple, list[Mapping]] = {}
     for reg in engine_doc.get("regimes", []):
         for r in reg["runs"]:
             if r["k"] == k and r["method"] in ("eagle3", "peagle"):
                 key = (reg["temperature"], reg["max_new_tokens"], r["prompt_set"], r["method"])
-                taus.setdefault(key, []).append(r["tau"])
-    return [{"temperature": t, "tokens": n, "prompt_set": ps, "method": m, "tau_min": min(v), "tau_max": max(v),
-             "sweeps": len(v)} for (t, n, ps, m), v in sorted(taus.items())]
+                runs.setdefault(key, []).append(r)
+    out = []
+    for (t, n, ps, m), v in sorted(runs.items()):
+        fresh = [r["tau_fresh"] for r in v if r.get("tau_fresh") is not None]
+        out.append({"temperature": t, "tokens": n, "prompt_set": ps, "method": m,
+                    "tau_min": min(r["tau"] for r in v), "tau_max": max(r["tau"] for r in v), "sweeps": len(v),
+                    # tau on fresh text (steps not inside a repeated 8-gram) and the share of repeated text: a
+                    # sweep whose text loops accepts more, so tau moves with the loops and fresh tau much less
+                    "tau_fresh_min": min(fresh, default=None), "tau_fresh_max": max(fresh, default=None),
+                    "repetition_min": min(r["repetition_fraction"] for r in v),
+                    "repetition_max": max(r["repetition_fraction"] for r in v)})
+    return out
+
+
+def prefix_reproduced(few: Mapping, many: Mapping) -> dict:
+    """Whether a sweep of more prompts per set (``many``) repeats, prompt for prompt, a sweep of its first prompts
+    (``few``) run in another lease: for every run of ``few`` (temperature, length, set, method, K, sweep), the same
+    run of ``many`` took the same number of steps on each of those prompts. Greedy and sampled runs alike: every
+    prompt is sampled with a fixed seed (1000 x sweep + its index), so equal steps mean the same text was generated
+    and accepted alike. Notebook 08: what more prompts change is then the added prompts alone."""
+    def key(reg, r):
+        return reg["temperature"], reg["max_new_tokens"], r["prompt_set"], r["method"], r["k"], r.get("sweep", 0)
+
+    steps = {key(reg, r): r["steps_per_prompt"] for reg in many["regimes"] for r in reg["runs"]}
+    compared = same = 0
+    for reg in few["regimes"]:
+        for r in reg["runs"]:
+            other = steps.get(key(reg, r))
+            if other is None:
+                continue
+            compared += 1
+            same += other[:len(r["steps_per_prompt"])] == r["steps_per_prompt"]
+    return {"compared": compared, "same": same}

@@ -309,3 +309,23 @@ def test_training_length_rows_set_two_pairs_side_by_side_at_one_length():
     assert all(r["peagle_tau_after"] < r["peagle_tau_before"] for r in greedy.values())
     assert all(r["p_over_e_tpot_min"] <= r["p_over_e_tpot"] <= r["p_over_e_tpot_max"] for r in rows)
     assert heads_v3.training_length_rows({"256": lock}, tokens=300) == []  # a length the record did not sweep
+
+
+def test_prefix_reproduced_compares_each_run_prompt_for_prompt():
+    def doc(steps_by_sweep):
+        return {"regimes": [{"temperature": 0.7, "max_new_tokens": 512, "runs": [
+            {"prompt_set": "code", "method": "eagle3", "k": 7, "sweep": s, "steps_per_prompt": st}
+            for s, st in enumerate(steps_by_sweep)]}]}
+
+    few = doc([[10, 20], [30, 40]])
+    assert heads_v3.prefix_reproduced(few, doc([[10, 20, 5, 6], [30, 40, 7, 8]])) == {"compared": 2, "same": 2}
+    # one prompt took another number of steps: that run is not the same; a run the longer sweep lacks is not compared
+    assert heads_v3.prefix_reproduced(few, doc([[10, 21, 5, 6]])) == {"compared": 1, "same": 0}
+
+
+def test_tau_spread_rows_set_fresh_tau_and_loops_beside_tau():
+    runs = [{"prompt_set": "ja", "method": "peagle", "k": 7, "tau": t, "tau_fresh": f, "repetition_fraction": rep}
+            for t, f, rep in ((3.0, 2.0, 0.5), (2.0, 1.9, 0.1))]
+    [row] = heads_v3.tau_spread_rows({"regimes": [{"temperature": 0.7, "max_new_tokens": 512, "runs": runs}]})
+    assert (row["tau_min"], row["tau_max"], row["tau_fresh_min"], row["tau_fresh_max"]) == (2.0, 3.0, 1.9, 2.0)
+    assert (row["repetition_min"], row["repetition_max"], row["sweeps"]) == (0.1, 0.5, 2)

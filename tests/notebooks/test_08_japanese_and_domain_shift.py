@@ -821,3 +821,86 @@ def test_the_equal_steps_recipe_trained_again_and_served_and_its_words_hold(rec,
     text = summary_text(executed_dir)
     assert "- The equal-steps recipe trained again from nothing" in text
     assert text.count("- At equal steps the 512-position pair drafts before token 256") == 1
+
+
+def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec, executed_dir):
+    """The re-trained pair served again over 8 prompts per set (T=1, T=0.7, greedy): every recorded figure recomputed
+    from the records, and each claim of the markdown after it."""
+    from peagle_nb.compare import heads_v3
+    from peagle_nb.compare.forecast import pair_forecast
+
+    folder = paths.results_dir() / "family_v3"
+    p8, p4, s512 = (read_results(folder / f) for f in (
+        "engine_h100_v3_s512e_p8.json.gz", "engine_h100_v3_s512e_rerun.json.gz", "engine_h100_v3_s512.json.gz"))
+    acc = read_results(folder / "drafter_window_cpu_s512e_rerun.json.gz")
+    sets = ("prose", "code", "ja")
+    assert rec["family_v3.s512e_p8.same_weights"] is True and rec["family_v3.s512e_p8.prompts_per_set"] == [8]
+    # "every run of the first lease came back step for step as the first 4 prompts of this one, sampled included"
+    again = heads_v3.prefix_reproduced(p4, p8)
+    assert rec["family_v3.s512e_p8.prefix_reproduced"] == [again["same"], again["compared"]]
+    assert again["same"] == again["compared"] == 90  # 2 temperatures x 3 sets x 5 (method, K) x 3 sweeps
+    table = {(r["temperature"], r["prompt_set"]): r for r in heads_v3.regime_table(p8)}
+    assert set(table) == {(t, ps) for t in (0.0, 0.7, 1.0) for ps in sets}
+    for (t, ps), r in table.items():
+        assert rec[f"family_v3.s512e_p8.served.T{t:g}.{ps}"] == pytest.approx(
+            [r["sweeps"], r["p_over_e_tpot"], r["p_over_e_tpot_min"], r["p_over_e_tpot_max"], r["tpot_verdict"],
+             r["p_over_e_e2e"], r["p_over_e_e2e_min"], r["p_over_e_e2e_max"], r["e2e_verdict"],
+             r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"], r["eagle3_tau_fresh_k7"], r["peagle_tau_fresh_k7"]],
+            abs=1e-4)
+        assert r["p_over_e_tpot"] < 1 and r["tpot_verdict"] != "peagle faster"  # "P-EAGLE wins nowhere"
+        assert r["sweeps"] == (2 if t == 1.0 else 3)  # "2 sweeps per point" at T=1
+    four = {(r["temperature"], r["prompt_set"]): r for r in heads_v3.regime_table(p4)}
+    for ps in sets:  # greedy: "EAGLE-3 faster on every set and the ratio fell on prose and code"
+        assert table[(0.0, ps)]["tpot_verdict"] == "eagle3 faster"
+        assert rec[f"family_v3.s512e_p8.four_vs_eight.T0.{ps}"] == pytest.approx(
+            [four[(0.0, ps)]["p_over_e_tpot"], table[(0.0, ps)]["p_over_e_tpot"]], abs=1e-4)
+    assert all(table[(0.0, ps)]["p_over_e_tpot"] < four[(0.0, ps)]["p_over_e_tpot"] - 0.03 for ps in ("prose", "code"))
+    code7 = table[(0.7, "code")]  # "a tie only because one sweep's text favoured P-EAGLE"
+    assert code7["tpot_verdict"] == "tie" and code7["p_over_e_tpot"] < 0.9 < 1 < code7["p_over_e_tpot_max"]
+    assert four[(0.7, "code")]["p_over_e_tpot"] > 1
+    assert [table[(0.7, ps)]["tpot_verdict"] for ps in ("prose", "ja")] == ["eagle3 faster"] * 2
+    for ps in sets:  # T=1: "EAGLE-3 faster on every set, by a little, each point's sweeps tight"
+        r = table[(1.0, ps)]
+        assert r["tpot_verdict"] == "eagle3 faster" and 0.85 < r["p_over_e_tpot"] < 1
+        assert r["p_over_e_tpot_max"] - r["p_over_e_tpot_min"] < 0.05
+    goal = heads_v3.PLAIN_SPEEDUP_GOAL  # "at T=1 neither head keeps the margin over plain on every set"
+    assert min(table[(1.0, ps)]["eagle3_tpot_speedup"] for ps in sets) < goal
+    assert min(table[(1.0, ps)]["peagle_tpot_speedup"] for ps in sets) < goal
+    assert all(table[(1.0, ps)][f"{m}_tau_k7"] < 2.5 for ps in sets for m in ("eagle3", "peagle"))  # "tau near 2"
+    for t, g in heads_v3.speed_goal(p8).items():
+        assert rec[f"family_v3.s512e_p8.speed_goal.T{t:g}"] == [g["peagle_wins"], g["both_over_plain"]]
+        assert g["peagle_wins"] == []
+    # "why sampled points scatter: loops"
+    spread = {(r["temperature"], r["prompt_set"], r["method"]): r for r in heads_v3.tau_spread_rows(p8)}
+    for (t, ps, m), r in spread.items():
+        if t == 0:
+            continue
+        assert rec[f"family_v3.s512e_p8.tau_k7_range.T{t:g}.{ps}.{m}"] == pytest.approx(
+            [r["tau_min"], r["tau_max"], r["tau_fresh_min"], r["tau_fresh_max"], r["sweeps"]], abs=1e-4)
+        if t == 0.7:  # "tau on fresh text moves far less across the same sweeps"
+            assert r["tau_fresh_max"] - r["tau_fresh_min"] < r["tau_max"] - r["tau_min"]
+        else:  # "at T=1 the text barely loops and tau holds still"
+            assert r["repetition_max"] < 0.2 and r["tau_max"] - r["tau_min"] < 0.15
+    for m in ("eagle3", "peagle"):  # code at T=0.7: "about half its K=7 steps inside a repeated 8-gram"
+        c = spread[(0.7, "code", m)]
+        assert 0.4 < c["repetition_min"] and c["repetition_max"] < 0.7
+        assert 2 * (c["tau_fresh_max"] - c["tau_fresh_min"]) < c["tau_max"] - c["tau_min"]
+    # "two methods sampled with the same seed still write different texts": the repeated share differs within a sweep
+    reg7 = next(reg for reg in p8["regimes"] if reg["temperature"] == 0.7)
+    k7 = {(r["prompt_set"], r["sweep"], r["method"]): r for r in reg7["runs"] if r["k"] == 7}
+    assert any(k7[(ps, s, "eagle3")]["repetition_fraction"] != k7[(ps, s, "peagle")]["repetition_fraction"]
+               for ps in sets for s in range(3))
+    # the forecast over the same 8 prompts
+    fc = {(r["temperature"], r["prompt_set"]): r for r in pair_forecast(s512, acc, "v3-s512e2", prompts=8,
+                                                                       measured_doc=p8) if r["measured"]}
+    assert set(fc) == set(table)
+    for (t, ps), r in fc.items():
+        assert rec[f"family_v3.s512e_p8.forecast.T{t:g}.{ps}"] == pytest.approx(
+            [r["forecast"], r["measured"], r["error"]], abs=1e-4)
+    assert all(0 < fc[(1.0, ps)]["error"] < 0.06 for ps in sets)  # "within a few percent ... it runs high"
+    sampled7 = {ps: fc[(0.7, ps)]["error"] for ps in sets}
+    assert min(sampled7.values()) > 0 and max(sampled7, key=sampled7.get) == "ja"  # "still runs high, most on ja"
+    ja = fc[(0.7, "ja")]  # "the CPU's own sampled text accepted differently from the GPU's"
+    assert abs(ja["eagle3_tau"] - ja["measured_eagle3_tau"]) > 0.2
+    text = summary_text(executed_dir)
+    assert "- Served again with 8 prompts per set" in text and "ties: T=0.7 code" in text

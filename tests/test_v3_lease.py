@@ -48,10 +48,11 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
     again = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
                            env={**env, "TARGET_DIR": target, "R": str(tmp_path / "run2"), "W": str(tmp_path / "w2"),
-                                "SEQ_LEN": "48"})
+                                "SEQ_LEN": "48", "TEMPS": "0"})  # one sweep: the first chain swept them all
     assert again.returncode == 0, again.stderr
     stages = (tmp_path / "run2" / "stages.txt").read_text().splitlines()
-    assert [s.split(" ", 1)[1] for s in stages][:3] == ["start", "target carried rc=0", "heads rc=0"]
+    assert [s.split(" ", 1)[1] for s in stages] == ["start", "target carried rc=0", "heads rc=0", "sweep t=0 rc=0",
+                                                     "done"]
     heads2 = json.loads((tmp_path / "run2" / "heads" / "family_heads.json").read_text())
     assert heads2["target"] == target and heads2["data"]["seq_len"] == 48  # SEQ_LEN reached the data
     # carried heads and a drafter window: no training at all, the sweeps windowed and named so

@@ -166,6 +166,9 @@ def train_target(cfg: TargetTrainConfig, log=print) -> dict:
 def _split_docs(cfg: TargetTrainConfig) -> dict[str, dict[str, list[str]]]:
     """Documents per split and domain. Corpus v3 adds ``heldout_v3`` (its own held-out split); ``heldout`` stays
     v1's held-out documents (also held out of v3), so every family is measured on the same text."""
+    # smoke: v1's validation and held-out splits a prefix too, as long as the training's (its first windows, all a
+    # smoke run measures, are the same; tokenizing the whole splits was a third of a smoke run)
+    smoke_chars = cfg.max_chars_per_domain if cfg.smoke else None
     if cfg.corpus == "v3":
         from peagle_nb.text import corpus_v3
 
@@ -175,10 +178,10 @@ def _split_docs(cfg: TargetTrainConfig) -> dict[str, dict[str, list[str]]]:
                                 if split == "train" or cfg.smoke else None) for d in cfg.domains}
               for split in ("train", "validation", "heldout")}
         return {"train": v3["train"], "validation": v3["validation"], "heldout_v3": v3["heldout"],
-                "heldout": {d: load_documents(d, "heldout") for d in cfg.domains}}
+                "heldout": {d: _limit(load_documents(d, "heldout"), smoke_chars) for d in cfg.domains}}
     return {"train": {d: _limit(load_documents(d, "train"), cfg.max_chars_per_domain) for d in cfg.domains},
-            "validation": {d: load_documents(d, "validation") for d in cfg.domains},
-            "heldout": {d: load_documents(d, "heldout") for d in cfg.domains}}
+            "validation": {d: _limit(load_documents(d, "validation"), smoke_chars) for d in cfg.domains},
+            "heldout": {d: _limit(load_documents(d, "heldout"), smoke_chars) for d in cfg.domains}}
 
 
 def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
@@ -309,8 +312,9 @@ def _train_target(cfg: TargetTrainConfig, device: torch.device, log) -> dict:
         "device": _device_name(device),
         "versions": _versions(),
     }
-    # v1's held-out split is small: measured whole for family v3, as the tiny target was (comparable numbers)
-    heldout_windows = None if cfg.corpus == "v3" else cfg.eval_windows
+    # v1's held-out split is small: measured whole for family v3, as the tiny target was (comparable numbers);
+    # a smoke run (tests) takes its first windows only: the whole split was 50 of a smoke run's 80 s on two cores
+    heldout_windows = None if cfg.corpus == "v3" and not cfg.smoke else cfg.eval_windows
     summary.update(measure_heldout(cfg.out, device, cfg.seq_len, heldout_windows, docs["heldout"]))
     baseline = paths.models_dir() / "tiny-target" / "training_log.json"
     if cfg.corpus == "v3" and baseline.is_file():  # the model this family must beat, on the same documents

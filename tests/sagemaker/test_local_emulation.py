@@ -96,3 +96,10 @@ def test_a_head_for_another_target_is_refused_before_vllm_starts(tmp_path):
     plan = build_plan("tiny-peagle", target=str(tmp_path / "target"), head=str(tmp_path / "head"))
     with pytest.raises(checkpoint.HeadCheckpointError, match="hidden_size is 128"):
         LocalEndpoint(plan)
+
+
+def test_a_local_endpoint_logs_vllms_stats_every_second_unless_told_otherwise():
+    # the log a benchmark's speculation is read from: the same lines as the container's 10-s ones, sooner
+    assert LocalEndpoint(build_plan("tiny-peagle")).env["VLLM_LOG_STATS_INTERVAL"] == "1"
+    ep = LocalEndpoint(build_plan("tiny-peagle"), env={"VLLM_LOG_STATS_INTERVAL": "10"})
+    assert ep.env["VLLM_LOG_STATS_INTERVAL"] == "10" and ep.env["SM_VLLM_MODEL"] == ep.plan.env["SM_VLLM_MODEL"]

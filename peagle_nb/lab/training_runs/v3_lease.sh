@@ -52,7 +52,8 @@
 # (engine_h100_v3_s512e_p8.json.gz): T=1 281 s (the 260-s SWEEP_BUDGET_S stopped its third sweep), T=0.7 261 s; greedy
 # with KS=7 alone 124 s. Every prompt is sampled with a fixed seed (1000 x sweep + its index), so its runs repeat
 # across leases step for step.
-# SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py). R, W: results and work folders.
+# SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py; one target run, as on a GPU). R, W:
+# results and work folders.
 set -u
 cd "$(dirname "$0")/../../.."
 R=${R:-/tmp/v3run}; W=${W:-/tmp/v3work}
@@ -61,7 +62,7 @@ export PYTHONPATH=$PWD:/tmp/pk${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 stage() { echo "$(date +%s) $*" | tee -a "$R/stages.txt"; }
 if [ -n "${SMOKE:-}" ]; then
-  TFLAGS="--smoke"; HFLAGS="--smoke --rungs 3 --base-steps 2 --ablations --gen-batch 8"; DEV=cpu
+  TFLAGS="--smoke --runs 20"; HFLAGS="--smoke --rungs 3 --base-steps 2 --ablations --gen-batch 8"; DEV=cpu
   SFLAGS="--limit 1 --ks 1,3 --sweeps 1 --repeats 1 --lengths ${LENGTHS:-8}"
 else
   GB=${GEN_BATCH:-$((4096 * 256 / ${SEQ_LEN:-256}))}; HD=${HEADS_DEADLINE_S:-$((460 + 100 * ${SEQ_LEN:-256} / 256))}

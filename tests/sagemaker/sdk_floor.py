@@ -58,9 +58,7 @@ def prepare(venv_dir: Path, stack_python: Path, pins: list[str]) -> Path:
     wanted = "\n".join([*pins, *TEST_DEPS]) + "\n"
     if not (python.exists() and marker.exists() and marker.read_text() == wanted):
         venv.EnvBuilder(clear=True, with_pip=True).create(venv_dir)
-        # --no-compile: CI builds this venv beside the main tests, and compiling every module it installs (only a
-        # few are imported) took 47 of its 107 s on two cores
-        installed = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-compile", *pins, *TEST_DEPS],
+        installed = subprocess.run([str(python), "-m", "pip", "install", "-q", *pins, *TEST_DEPS],
                                    capture_output=True, text=True)
         if installed.returncode:
             sys.stderr.write(installed.stdout + installed.stderr)

@@ -848,7 +848,7 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
              r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"], r["eagle3_tau_fresh_k7"], r["peagle_tau_fresh_k7"]],
             abs=1e-4)
         assert r["p_over_e_tpot"] < 1 and r["tpot_verdict"] != "peagle faster"  # "P-EAGLE wins nowhere"
-        assert r["sweeps"] == (2 if t == 1.0 else 3)  # "2 sweeps per point" at T=1
+        assert r["sweeps"] == 3  # "3 sweeps each" (T=1's from a later lease)
     four = {(r["temperature"], r["prompt_set"]): r for r in heads_v3.regime_table(p4)}
     for ps in sets:  # greedy: "EAGLE-3 faster on every set and the ratio fell on prose and code"
         assert table[(0.0, ps)]["tpot_verdict"] == "eagle3 faster"
@@ -859,10 +859,11 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
     assert code7["tpot_verdict"] == "tie" and code7["p_over_e_tpot"] < 0.9 < 1 < code7["p_over_e_tpot_max"]
     assert four[(0.7, "code")]["p_over_e_tpot"] > 1
     assert [table[(0.7, ps)]["tpot_verdict"] for ps in ("prose", "ja")] == ["eagle3 faster"] * 2
-    for ps in sets:  # T=1: "EAGLE-3 faster on every set, by a little, each point's sweeps tight"
+    for ps in sets:  # T=1: "EAGLE-3 faster on every set ... and no sweep of the three reaches 1"
         r = table[(1.0, ps)]
-        assert r["tpot_verdict"] == "eagle3 faster" and 0.85 < r["p_over_e_tpot"] < 1
-        assert r["p_over_e_tpot_max"] - r["p_over_e_tpot_min"] < 0.05
+        assert r["tpot_verdict"] == "eagle3 faster" and r["p_over_e_tpot_max"] < 1
+    slower = [round(100 * (1 - table[(1.0, ps)]["p_over_e_tpot"])) for ps in sets]  # "by 6-12 % at the median"
+    assert (min(slower), max(slower)) == (6, 12)
     goal = heads_v3.PLAIN_SPEEDUP_GOAL  # "at T=1 neither head keeps the margin over plain on every set"
     assert min(table[(1.0, ps)]["eagle3_tpot_speedup"] for ps in sets) < goal
     assert min(table[(1.0, ps)]["peagle_tpot_speedup"] for ps in sets) < goal
@@ -879,7 +880,7 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
             [r["tau_min"], r["tau_max"], r["tau_fresh_min"], r["tau_fresh_max"], r["sweeps"]], abs=1e-4)
         if t == 0.7:  # "tau on fresh text moves far less across the same sweeps"
             assert r["tau_fresh_max"] - r["tau_fresh_min"] < r["tau_max"] - r["tau_min"]
-        else:  # "at T=1 the text barely loops and tau holds still"
+        else:  # "at T=1 the text barely loops and tau holds within about a tenth of a token"
             assert r["repetition_max"] < 0.2 and r["tau_max"] - r["tau_min"] < 0.15
     for m in ("eagle3", "peagle"):  # code at T=0.7: "about half its K=7 steps inside a repeated 8-gram"
         c = spread[(0.7, "code", m)]
@@ -897,7 +898,7 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
     for (t, ps), r in fc.items():
         assert rec[f"family_v3.s512e_p8.forecast.T{t:g}.{ps}"] == pytest.approx(
             [r["forecast"], r["measured"], r["error"]], abs=1e-4)
-    assert all(0 < fc[(1.0, ps)]["error"] < 0.06 for ps in sets)  # "within a few percent ... it runs high"
+    assert all(0.05 <= fc[(1.0, ps)]["error"] < 0.07 for ps in sets)  # "runs high by 5 to 7 % on every set"
     sampled7 = {ps: fc[(0.7, ps)]["error"] for ps in sets}
     assert min(sampled7.values()) > 0 and max(sampled7, key=sampled7.get) == "ja"  # "still runs high, most on ja"
     ja = fc[(0.7, "ja")]  # "the CPU's own sampled text accepted differently from the GPU's"

@@ -49,9 +49,9 @@
 # LIMIT (default 4) is the sweeps' prompts per set: at T > 0 each sweep samples its own text, and over 4 prompts x 512
 # tokens the text moved Japanese EAGLE-3's tau by more than a token between sweeps (engine_h100_v3_s512e_rerun.json.gz,
 # notebook 08), so sampled points want more prompts; the time per sweep grows with it. Measured with LIMIT=8, KS=3,5,7
-# (engine_h100_v3_s512e_p8.json.gz): T=1 281 s (the 260-s SWEEP_BUDGET_S stopped its third sweep), T=0.7 261 s; greedy
-# with KS=7 alone 124 s. Every prompt is sampled with a fixed seed (1000 x sweep + its index), so its runs repeat
-# across leases step for step.
+# (engine_h100_v3_s512e_p8.json.gz): T=1 281 s (the 260-s SWEEP_BUDGET_S stopped its third sweep; 3 sweeps took
+# 336 s with SWEEP_BUDGET_S=450), T=0.7 261 s; greedy with KS=7 alone 124 s. Every prompt is sampled with a fixed
+# seed (1000 x sweep + its index), so its runs repeat across leases step for step.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py; one target run, as on a GPU). R, W:
 # results and work folders.
 set -u

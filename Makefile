@@ -23,7 +23,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip 2>&1 | grep -v "is ignored: it is neither" || true
-	@# Not --no-compile: where PYTHONDONTWRITEBYTECODE is set (CI's machines) every process would compile on import.
+	@# Not --no-compile: where PYTHONDONTWRITEBYTECODE is set (as here) every process would compile on import.
 	set -o pipefail; $(BIN)/python -m pip install -q -e ".[$(EXTRA),notebooks,sagemaker,dev]" 2>&1 \
 	    | { grep -v "is ignored: it is neither" || true; }
 	@# PyPI's CUDA builds of these, pulled in beside vLLM's CPU torch, break `import transformers`.

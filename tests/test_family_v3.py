@@ -148,6 +148,7 @@ def test_target_at_smoke_size_reuses_the_tokenizer_lifts_small_domains_and_packs
     log = json.loads((folder / "training_log.json").read_text())
     assert log["corpus"] == "v3" and log["tokenizer"]["reused_from"].endswith("tiny-target")
     assert set(log["heldout"]) == set(log["heldout_v3"]) == {"prose", "code", "ja"}
+    assert log["evaluation"]["max_windows"] == 8  # smoke: v1's held-out split by its first windows, not whole
     share = log["domain_sampling"]
     tokens = log["train_tokens"]
     smallest = min(tokens, key=tokens.get)

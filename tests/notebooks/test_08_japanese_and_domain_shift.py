@@ -881,7 +881,7 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
         if t == 0.7:  # "tau on fresh text moves far less across the same sweeps"
             assert r["tau_fresh_max"] - r["tau_fresh_min"] < r["tau_max"] - r["tau_min"]
         else:  # "at T=1 the text barely loops and tau holds within about a tenth of a token"
-            assert r["repetition_max"] < 0.2 and r["tau_max"] - r["tau_min"] < 0.15
+            assert r["repetition_max"] < 0.2 and r["tau_max"] - r["tau_min"] <= 0.12
     for m in ("eagle3", "peagle"):  # code at T=0.7: "about half its K=7 steps inside a repeated 8-gram"
         c = spread[(0.7, "code", m)]
         assert 0.4 < c["repetition_min"] and c["repetition_max"] < 0.7

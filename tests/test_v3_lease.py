@@ -23,8 +23,8 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     env = {**os.environ, "SMOKE": "1", "PY": sys.executable, "R": str(tmp_path / "run"), "W": str(tmp_path / "w"),
            "PEAGLE_CORPUS_V3": str(corpus), "PEAGLE_CORPUS_V3_MANIFEST": str(corpus / "manifest_v3.json"),
            "OUT": str(out)}
-    lease = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env=env, capture_output=True, text=True,
-                           timeout=900)
+    lease = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env={**env, "SEQ_LEN": "48"}, capture_output=True,
+                           text=True, timeout=900)
     assert lease.returncode == 0, lease.stderr
     stages = (tmp_path / "run" / "stages.txt").read_text().splitlines()
     assert [s.split(" ", 1)[1] for s in stages] == ["start", "target rc=0", "heads rc=0", "sweep t=1 rc=0",
@@ -32,6 +32,8 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     heads = json.loads((tmp_path / "run" / "heads" / "family_heads.json").read_text())
     assert set(heads["heads"]) == {"v3-eagle3-r3", "v3-peagle-r3"}  # the pair alone: no ablations
     assert heads["pair_steps_run"]["r3"]["eagle3"] == heads["pair_steps_run"]["r3"]["peagle"]  # lockstep
+    target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
+    assert heads["target"] == target and heads["data"]["seq_len"] == 48  # SEQ_LEN reached the data
     for t in (1.0, 0.7, 0.0):
         doc = json.loads((tmp_path / "run" / f"engine_t{t:g}.json").read_text())
         assert [r["temperature"] for r in doc["regimes"]] == [t]
@@ -44,28 +46,19 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     assert {"./target_card/training_log.json", "./heads/family_heads.json", "./engine_t0.json"} <= names
     assert not any(".part" in n for n in names)  # weights come back only as asked for, beside the tar
     assert any(p.name.startswith("v3-target.tar.gz.part") for p in out.iterdir())
-    # a carried target: the same chain from the heads on, no target stage
-    target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
-    again = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
-                           env={**env, "TARGET_DIR": target, "R": str(tmp_path / "run2"), "W": str(tmp_path / "w2"),
-                                "SEQ_LEN": "48", "TEMPS": "0"})  # one sweep: the first chain swept them all
-    assert again.returncode == 0, again.stderr
-    stages = (tmp_path / "run2" / "stages.txt").read_text().splitlines()
-    assert [s.split(" ", 1)[1] for s in stages] == ["start", "target carried rc=0", "heads rc=0", "sweep t=0 rc=0",
-                                                     "done"]
-    heads2 = json.loads((tmp_path / "run2" / "heads" / "family_heads.json").read_text())
-    assert heads2["target"] == target and heads2["data"]["seq_len"] == 48  # SEQ_LEN reached the data
-    # carried heads and a drafter window: no training at all, the sweeps windowed and named so
-    heads_dir = tmp_path / "w2" / "heads" / "v3-heads"
+    # a carried target and carried heads (the first chain's) with a drafter window: no training at all, the sweep
+    # on that target, windowed and named so (the heads stage itself is the first chain's: it reads the same $T)
+    heads_dir = tmp_path / "w" / "heads" / "v3-heads"
     windowed = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
                               env={**env, "TARGET_DIR": target, "HEADS_DIR": str(heads_dir), "WINDOW": "4",
-                                   "TEMPS": "0.7 0", "R": str(tmp_path / "run3"), "W": str(tmp_path / "w3")})
+                                   "TEMPS": "0", "R": str(tmp_path / "run3"), "W": str(tmp_path / "w3")})
     assert windowed.returncode == 0, windowed.stderr
     stages = [s.split(" ", 1)[1] for s in (tmp_path / "run3" / "stages.txt").read_text().splitlines()]
-    assert stages == ["start", "target carried rc=0", "heads carried rc=0",  # TEMPS: only these
-                      "sweep t=0.7 window=4 rc=0", "sweep t=0 window=4 rc=0", "done"]
+    assert stages == ["start", "target carried rc=0", "heads carried rc=0",  # TEMPS: only this one
+                      "sweep t=0 window=4 rc=0", "done"]
     doc = json.loads((tmp_path / "run3" / "engine_t0_w4.json").read_text())
     assert doc["model"]["drafter_window"] == 4
+    assert doc["model"]["weights_sha256"]["target"] == heads["target_weights_sha256"]  # the carried target
 
 
 def test_a_poll_on_a_fresh_machine_stops_at_once(tmp_path):

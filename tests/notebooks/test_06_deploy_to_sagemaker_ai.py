@@ -1,6 +1,8 @@
 """Notebook 06 in smoke mode with the local container emulation: the plan, the image/AMI choice, the container
 translation, the validation demo, three real vLLM endpoints (P-EAGLE, EAGLE-3, plain: ping, invoke, stream,
-benchmark, speculation from the server log), the cost per million tokens, the JumpStart spec and cleanup."""
+benchmark, speculation from the server log), the cost per million tokens, the JumpStart spec and cleanup, with no
+vLLM process left (this is the suite's test of the local emulation end to end: tests/sagemaker/test_local_emulation.py
+holds its parts)."""
 
 import json
 
@@ -103,6 +105,8 @@ def test_notebook_06_local_emulation(run_notebook):
     assert "AWS credentials" in skipped["aws_deploy"] and "RUN_JUMPSTART" in skipped["jumpstart_deploy"]
     assert "baselines" not in skipped
     assert rec["cleanup.deleted_endpoints"] == 1 and rec["cleanup.live_after"] == 0
+    # ...and no process of the three local endpoints is left (each had an API server and an engine core at least)
+    assert rec["cleanup.local_processes_started"] >= 3 * 2 and rec["cleanup.local_processes_alive"] == 0
 
 
 def test_notebook_06_aws_mode_without_credentials_skips_and_says_why(run_notebook, monkeypatch):

@@ -28,8 +28,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_DEPS = ("moto[sagemaker,s3]==5.2.5", "pytest>=8", "pytest-timeout>=2.3", "psutil>=5.9")
-# The tests that start a real vLLM server (they skip without it; left out to save the collection time).
-NEEDS_VLLM = ("tests/sagemaker/test_local_emulation.py", "tests/sagemaker/test_presets_parse_in_vllm.py")
+# The tests that need vLLM itself (they skip without it; left out to save the collection time). The local emulation's
+# own tests start no server (notebook 06's test does) and run here.
+NEEDS_VLLM = ("tests/sagemaker/test_presets_parse_in_vllm.py",)
 BLOCK_VLLM = "import sys; sys.modules['vllm'] = None  # this venv tests the SDK floor without vLLM\n"
 
 

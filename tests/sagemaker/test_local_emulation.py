@@ -1,17 +1,15 @@
-"""The same plan served on this machine as the AWS vLLM container would serve it: real vLLM, /ping,
-/invocations (plain and streaming through SageMakerBackend), P-EAGLE drafting visible in /metrics and in
-the server's log lines (what an endpoint's CloudWatch log group shows), and no process left afterwards.
-One server start (~45-70 s on 2 cores)."""
+"""The parts of the local container emulation (the same plan served on this machine as the AWS vLLM container would
+serve it) that need no server. The emulation end to end (real vLLM, /ping, /invocations plain and streaming through
+SageMakerBackend, P-EAGLE drafting in /metrics and in the server's log lines, what an endpoint's CloudWatch log group
+shows, and no process left afterwards) is notebook 06's smoke run: tests/notebooks/test_06_deploy_to_sagemaker_ai.py,
+three endpoints where a test of its own here started one more."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import pytest
 
-from peagle_nb.files import paths
 from peagle_nb.sagemaker.local import LocalEndpoint, LocalRuntimeClient, ModelError, local_server_args
 from peagle_nb.sagemaker.plan import build_plan
 
@@ -37,51 +35,6 @@ def test_runtime_client_checks_the_endpoint_name():
         client.invoke_endpoint(EndpointName="other", Body="{}")
 
 
-@pytest.mark.vllm
-@pytest.mark.slow
-def test_local_container_emulation_end_to_end():
-    pytest.importorskip("vllm")
-    models = paths.models_dir()
-    for name in ("tiny-target", "tiny-peagle"):
-        assert (models / name / "config.json").is_file(), f"{models / name} missing: run `peagle-nb train`"
-    plan = build_plan("tiny-peagle")
-    k = plan.k
-    prompt = "def fibonacci(n):"
-    with LocalEndpoint(plan, startup_timeout_s=400) as ep:
-        server = ep.server
-        assert ep.ping() == 200
-        out = ep.invoke({"prompt": prompt, "max_tokens": 12, "temperature": 0.0})
-        text = out["choices"][0]["text"]
-        assert out["usage"]["completion_tokens"] == 12 and out["model"] == "tiny-target" and text
-
-        backend = ep.backend()
-
-        async def collect():
-            return [p async for p in backend.stream(prompt, 12, 0.0)]
-
-        pieces = asyncio.run(collect())
-        assert "".join(pieces) == text and len(pieces) >= 2  # same greedy text, streamed in pieces
-        metrics = backend.spec_metrics()
-        assert metrics["num_drafts"] > 0 and metrics["num_draft_tokens"] == k * metrics["num_drafts"]
-        assert len(metrics["accepted_per_position"]) == k
-        assert metrics["num_accepted_tokens"] > 0  # the trained P-EAGLE head's drafts are accepted
-        pids = server.process_tree()
-        assert pids
-        # The log lines a SageMaker endpoint sends to CloudWatch tell the same story as /metrics.
-        deadline = time.monotonic() + 30  # vLLM logs its statistics every 10 s
-        while time.monotonic() < deadline:
-            from_log = ep.speculation()
-            if from_log["num_drafts"] == metrics["num_drafts"]:
-                break
-            time.sleep(2)
-        assert from_log["num_drafts"] == metrics["num_drafts"] > 0
-        assert from_log["num_accepted_tokens"] == metrics["num_accepted_tokens"]
-    assert ep.server is None and not server.is_running()
-    import psutil
-
-    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-
-
 def test_a_head_for_another_target_is_refused_before_vllm_starts(tmp_path):
     from peagle_nb.models import checkpoint
 
@@ -103,3 +56,28 @@ def test_a_local_endpoint_logs_vllms_stats_every_second_unless_told_otherwise():
     assert LocalEndpoint(build_plan("tiny-peagle")).env["VLLM_LOG_STATS_INTERVAL"] == "1"
     ep = LocalEndpoint(build_plan("tiny-peagle"), env={"VLLM_LOG_STATS_INTERVAL": "10"})
     assert ep.env["VLLM_LOG_STATS_INTERVAL"] == "10" and ep.env["SM_VLLM_MODEL"] == ep.plan.env["SM_VLLM_MODEL"]
+
+
+def test_local_endpoints_start_together_and_all_or_none(monkeypatch):
+    import threading
+
+    from peagle_nb.sagemaker import local
+
+    together = threading.Barrier(2, timeout=60)  # each start waits for the other: one after the other never meets
+    deleted = []
+
+    def start(self):
+        together.wait()
+        if self.plan.method == "none":
+            raise RuntimeError("the plain endpoint did not come up")
+        self.server = object()
+        return self
+
+    monkeypatch.setattr(local.LocalEndpoint, "start", start)
+    monkeypatch.setattr(local.LocalEndpoint, "delete", lambda self: deleted.append(self.plan.method))
+    eps = local.start_local_endpoints([build_plan("tiny-eagle3"), build_plan("tiny-peagle")])
+    assert [ep.plan.method for ep in eps] == ["eagle3", "peagle"] and all(ep.server for ep in eps) and not deleted
+    together.reset()
+    with pytest.raises(RuntimeError, match="plain endpoint did not come up"):
+        local.start_local_endpoints([build_plan("tiny-eagle3"), build_plan("tiny-none")])
+    assert sorted(deleted) == ["eagle3", "none"]  # the one that came up is deleted (delete() is idempotent)

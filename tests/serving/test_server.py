@@ -50,6 +50,8 @@ def test_real_server_openai_metrics_bench_and_cleanup_on_error(tiny_models, tmp_
         with srv:
             tree = srv.process_tree()
             assert len(tree) >= 2  # api server + engine core
+            # vLLM's CPU build: the engine core runs the model, no worker process of its own (server_environment)
+            assert "Worker pid=" not in srv.log_path.read_text(errors="replace")
             client = openai.OpenAI(base_url=srv.openai_base_url, api_key="none")
             before = metrics.read_spec_decode_metrics(srv.base_url)
             chunks = list(client.completions.create(model=srv.model, prompt="The cat", max_tokens=12, temperature=0,

@@ -63,8 +63,23 @@ def test_the_server_does_not_inherit_an_in_process_engines_variables(monkeypatch
     monkeypatch.setenv("VLLM_DIST_IDENT", "vllm_dist_stale")
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     monkeypatch.setenv("PEAGLE_TEST_KEEP", "1")
+    monkeypatch.setattr(server, "_vllm_cpu_build", lambda: False)  # the CPU build's own default: the test below
     env = server.server_environment({"VLLM_CPU_KVCACHE_SPACE": "3"})
     assert "VLLM_DIST_IDENT" not in env and "VLLM_ENABLE_V1_MULTIPROCESSING" not in env
     assert env["LD_PRELOAD"] == "/user/chose/this.so"  # what the user had before any engine ran is kept
     assert env["PEAGLE_TEST_KEEP"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "3"
     assert env["HF_HUB_OFFLINE"] == os.environ.get("HF_HUB_OFFLINE", "1")
+
+
+def test_on_vllms_cpu_build_the_engine_core_runs_the_model_itself_unless_the_user_said_otherwise(monkeypatch):
+    # no worker process under the engine core (a start ~10 s shorter); what the user set before import is kept
+    monkeypatch.setattr(server, "_vllm_cpu_build", lambda: True)
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.delitem(server._ENV_AT_IMPORT, "VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert server.server_environment()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert server.server_environment({"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    monkeypatch.setitem(server._ENV_AT_IMPORT, "VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert server.server_environment()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    monkeypatch.setattr(server, "_vllm_cpu_build", lambda: False)  # vLLM's CUDA build: nothing changes
+    monkeypatch.delitem(server._ENV_AT_IMPORT, "VLLM_ENABLE_V1_MULTIPROCESSING")
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in server.server_environment()

@@ -203,16 +203,9 @@ class LocalEndpoint:
 
     def processes_alive(self) -> list[int]:
         """Those of :attr:`pids` still running (zombies aside): none once :meth:`delete` has returned."""
-        import psutil
+        from peagle_nb.serving.server import alive_pids
 
-        alive = []
-        for pid in self.pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        return alive
+        return alive_pids(self.pids)
 
     def delete(self) -> None:
         from peagle_nb.sagemaker.deploy import unregister

@@ -77,6 +77,20 @@ def server_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def alive_pids(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running; a zombie (exited, not yet reaped by its parent) counts as gone."""
+    import psutil
+
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))

@@ -9,24 +9,13 @@ import json
 import signal
 import time
 
-import psutil
 import pytest
 
 from peagle_nb.serving import config, metrics
-from peagle_nb.serving.server import ManagedVllmServer, ServerStartupError
+from peagle_nb.serving.server import ManagedVllmServer, ServerStartupError, alive_pids as alive
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-
-def alive(pids: list[int]) -> list[int]:
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def _server_args(tiny_models, k):

@@ -257,3 +257,23 @@ def test_target_card_renders_from_its_training_log():
         assert (folder / "README.md").read_text() == model_card(log)
 
     recorded_before("tiny-target", "card", renders)
+
+
+# ------------------------------------------------------------------------------------------ vLLM server start
+def test_server_start_figures_recompute_and_every_mode_serves_the_same():
+    from peagle_nb.lab.benchmarks.server_start import MODES, summarize
+
+    doc = load("server_start_cpu.json")
+    summary = summarize(doc["runs"])
+    assert doc["summary"] == summary and set(summary) == set(MODES)
+    assert all(s["repeats"] >= 3 for s in summary.values())
+    for r in doc["runs"]:
+        assert len(r["startup_s"]) == r["servers"] == MODES[r["mode"]][1] and max(r["startup_s"]) <= r["wall_s"]
+        assert min(r["n_processes"]) >= 2  # an API server and an engine core at least
+    # the check that the saving costs nothing: every server of every mode wrote the same tokens with the same drafts
+    assert len({json.dumps(s, sort_keys=True) for r in doc["runs"] for s in r["served"]}) == 1
+    # what the README and peagle_nb.serving.server say: no worker process takes about a third off a start, with no
+    # repeat overlapping; and notebook 06: two servers at once take about as long as one
+    core, default, two = (summary[m] for m in ("engine_core_runs_model", "worker_process", "two_at_once"))
+    assert core["verdict"] == "faster" and 0.55 <= core["over_worker_process"] <= 0.75
+    assert two["wall_s_median"] <= 1.25 * core["wall_s_median"]

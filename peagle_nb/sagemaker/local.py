@@ -224,9 +224,9 @@ class LocalEndpoint:
 
 def start_local_endpoints(plans: list[DeploymentPlan], **kwargs) -> list[LocalEndpoint]:
     """One started :class:`LocalEndpoint` per plan (``kwargs`` go to each), all started at the same time: a start is
-    mostly waiting on vLLM's processes, so on 2 cores two take about as long as one (measured 32 s for two, 31 s for
-    one). All or none: if one fails, those that came up are deleted and the first error is raised. Notebook 06 starts
-    its two baselines so."""
+    mostly waiting on vLLM's processes, so on 2 cores two take about as long as one
+    (data/results/server_start_cpu.json). All or none: if one fails, those that came up are deleted and the first
+    error is raised. Notebook 06 starts its two baselines so."""
     from concurrent.futures import ThreadPoolExecutor
 
     endpoints = [LocalEndpoint(plan, **kwargs) for plan in plans]  # a bad plan or head fails here, before any start

@@ -48,9 +48,10 @@ _ENV_AT_IMPORT = {k: os.environ[k] for k in LEAKED_BY_IN_PROCESS_VLLM if k in os
 
 # vLLM's CPU build runs the model in a worker process of its own under the engine core: its platform turns the
 # one-process executor into the multiprocess one unless VLLM_ENABLE_V1_MULTIPROCESSING=0. That third process imports
-# vLLM once more (about 10 s of every start on 2 cores). At 0, the engine core (still a process apart from the API
-# server, which always spawns one) runs the model itself: measured 30 s to /health instead of 38-47 s, with the same
-# tokens and the same draft counts. A value the user set before importing the suite is kept.
+# vLLM once more. At 0, the engine core (still a process apart from the API server, which always spawns one) runs the
+# model itself: about a third less time to /health on 2 cores, with the same tokens and the same draft counts
+# (data/results/server_start_cpu.json, peagle_nb.lab.benchmarks.server_start). A value the user set before importing
+# the suite is kept.
 CPU_BUILD_SERVER_DEFAULTS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 

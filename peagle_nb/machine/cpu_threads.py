@@ -5,7 +5,8 @@ pass. On a machine whose cores are busy with other work it does the opposite, by
 hundred-odd small parallel operations of a decoding step waits for a second thread that the operating system
 has descheduled (measured on a shared 2-core VM with other jobs running: 560-590 ms per plain step of the tiny
 target with two threads, 3-4 ms with one). So the notebooks time a short probe, the lean target's forward over
-one row and over eight, with each candidate and keep the fastest for all their timings.
+one row and over eight, with each candidate and keep the fastest for all their timings. A thread count set in
+``OMP_NUM_THREADS`` (by the user, or by the test run that runs two test files at once) caps the candidates.
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ import torch
 from peagle_nb.engine.lean.forward import LeanTarget
 
 
+def thread_cap() -> int:
+    """The most threads worth trying: the CPU count, or fewer where ``OMP_NUM_THREADS`` says so."""
+    cpus = os.cpu_count() or 1
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()  # OpenMP also takes per-level lists
+    return max(1, min(cpus, int(first))) if first.isdigit() else cpus
+
+
 @torch.inference_mode()
 def fastest_threads(target, candidates: Sequence[int] = (1, 2), rows: Sequence[int] = (1, 8), rounds: int = 3,
                     context: int = 32) -> dict:
     """Time one forward over each of ``rows`` (after ``context`` cached positions) with each thread count in
-    ``candidates`` (those above ``os.cpu_count()`` dropped), ``rounds`` interleaved rounds after one warm-up,
+    ``candidates`` (those above ``thread_cap()`` dropped), ``rounds`` interleaved rounds after one warm-up,
     set torch to the fastest (median) and return ``{"threads": n, "probe_ms": {n: median ms}}``."""
-    cands = sorted({int(c) for c in candidates if 1 <= int(c) <= (os.cpu_count() or 1)}) or [1]
+    cands = sorted({int(c) for c in candidates if 1 <= int(c) <= thread_cap()}) or [1]
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     lt = LeanTarget(target)

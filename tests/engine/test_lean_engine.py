@@ -81,6 +81,7 @@ def test_random_models_same_tokens_and_steps(gqa_target, method, k, temperature,
         assert [s.accepted for s in a.steps] == [s.accepted for s in b.steps]
 
 
+@pytest.mark.slow
 def test_shipped_models_every_held_out_prompt_every_k(shipped):
     """Every held-out prompt of both sets, K = 1..10 in turn, EAGLE-3 and P-EAGLE, greedy and seeded sampling:
     the same tokens and the same accepted count at every step as the reference engine."""

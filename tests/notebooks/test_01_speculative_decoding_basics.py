@@ -9,7 +9,7 @@ import pytest
 NOTEBOOK = "01_speculative_decoding_basics.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K": 7, "SEEDS": 3, "LOOP_TOKENS": 128}
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 K = SMOKE_PARAMETERS["K"]
 SPEED_KS = (3, 7)  # smoke mode's K of the speed comparison

@@ -14,7 +14,7 @@ from peagle_nb.analysis import step_phases
 NOTEBOOK = "03_peagle_mask_token_drafter.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K_MAX": 8, "COD_ANCHORS": 8, "COD_K": 4, "SPLIT_SEEDS": [0, 1, 2]}
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 RESULTS = ("engine_cpu", "engine_cpu_sampled", "engine_h200")
 

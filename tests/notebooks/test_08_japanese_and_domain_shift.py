@@ -12,7 +12,7 @@ from peagle_nb.files.results import read_results
 NOTEBOOK = "08_japanese_and_domain_shift.ipynb"
 SMOKE_PARAMETERS = {"SMOKE": True, "K": 7, "SEEDS": [0, 1, 2]}
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,36 @@
+"""`make test` runs test files two at a time (pytest-xdist): heaviest files first, whole files per worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.conftest import REPO, heavy_files_first
+
+
+@dataclass
+class FakeItem:
+    path: Path
+    name: str
+    marks: set[str] = field(default_factory=set)
+
+    def get_closest_marker(self, name):
+        return name if name in self.marks else None
+
+
+def test_heavy_files_go_first_and_each_file_stays_together_in_order():
+    a, b, c, d = (Path(f"tests/test_{x}.py") for x in "abcd")
+    items = [FakeItem(a, "a1"), FakeItem(a, "a2"),
+             FakeItem(b, "b1"), FakeItem(b, "b2", {"vllm"}),
+             FakeItem(c, "c1", {"notebook", "slow"}),
+             FakeItem(d, "d1", {"slow"}), FakeItem(d, "d2")]
+    heavy_files_first(items)
+    assert [i.name for i in items] == ["c1", "d1", "d2", "b1", "b2", "a1", "a2"]
+
+
+def test_make_test_keeps_that_order_and_the_extra_that_provides_xdist():
+    makefile = (REPO / "Makefile").read_text()
+    recipe = makefile.split("\ntest: install\n", 1)[1].splitlines()[0]
+    # xdist would otherwise reorder the files by their number of tests
+    assert "-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder" in recipe
+    assert "pytest-xdist>=" in (REPO / "pyproject.toml").read_text()

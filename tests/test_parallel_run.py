@@ -34,3 +34,14 @@ def test_make_test_keeps_that_order_and_the_extra_that_provides_xdist():
     # xdist would otherwise reorder the files by their number of tests
     assert "-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder" in recipe
     assert "pytest-xdist>=" in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_cpu_time_summary_adds_phases_per_file():
+    from tests.cpu_time import summarize
+
+    rows = [{"id": "tests/a.py::t1", "phase": "setup", "wall_s": 1.0, "cpu_s": 0.5},
+            {"id": "tests/a.py::t1", "phase": "call", "wall_s": 3.0, "cpu_s": 5.5},
+            {"id": "tests/b.py::t", "phase": "call", "wall_s": 6.0, "cpu_s": 6.0}]
+    s = summarize(rows)
+    assert (s["wall_s"], s["cpu_s"], s["cores_busy"]) == (10.0, 12.0, 1.2)
+    assert s["files"] == [("tests/b.py", 6.0, 6.0), ("tests/a.py", 4.0, 6.0)]

@@ -29,13 +29,33 @@ if PARALLEL_RUN and "OMP_NUM_THREADS" not in os.environ:
 HEAVY_MARKS = {"slow": 4, "notebook": 2, "vllm": 1}
 
 
+# Files that start a vLLM engine or server slow each other down when both workers start one at once (notebooks 05
+# and 06 took 219-251 s side by side in CI, 111-125 s one at a time): at least this many other files separate two of
+# them in the queue.
+VLLM_GAP = 2
+
+
 def heavy_files_first(items) -> None:
-    """Sort ``items`` so that files with heavier marks come first; each file's tests stay together and in order."""
+    """Sort ``items`` so that files with heavier marks come first, files marked ``vllm`` spread ``VLLM_GAP`` apart
+    where other files allow it; each file's tests stay together and in order."""
     weight: dict = {}
+    vllm: set = set()
     for item in items:
         w = sum(v for m, v in HEAVY_MARKS.items() if item.get_closest_marker(m))
         weight[item.path] = max(weight.get(item.path, 0), w)
-    items.sort(key=lambda item: -weight[item.path])  # a stable sort
+        if item.get_closest_marker("vllm"):
+            vllm.add(item.path)
+    files = sorted(weight, key=lambda path: -weight[path])  # stable: the files' own order among equals
+    order, waiting = [], []
+    for path in files:
+        if path in vllm and (waiting or vllm & set(order[-VLLM_GAP:])):
+            waiting.append(path)  # after enough other files, before any lighter vllm file
+        else:
+            order.append(path)
+        while waiting and not vllm & set(order[-VLLM_GAP:]):
+            order.append(waiting.pop(0))
+    rank = {path: i for i, path in enumerate(order + waiting)}
+    items.sort(key=lambda item: rank[item.path])
 
 
 def pytest_collection_modifyitems(config, items):

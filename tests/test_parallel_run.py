@@ -45,3 +45,20 @@ def test_the_cpu_time_summary_adds_phases_per_file():
     s = summarize(rows)
     assert (s["wall_s"], s["cpu_s"], s["cores_busy"]) == (10.0, 12.0, 1.2)
     assert s["files"] == [("tests/b.py", 6.0, 6.0), ("tests/a.py", 4.0, 6.0)]
+
+
+def test_files_that_start_vllm_are_spread_apart():
+    f = {x: Path(f"tests/test_{x}.py") for x in ("s1", "s2", "n1", "n2", "n3", "e1", "e2", "p")}
+    marks = {"s1": {"notebook", "slow", "vllm"}, "s2": {"notebook", "slow", "vllm"}, "n1": {"notebook", "slow"},
+             "n2": {"notebook", "slow"}, "n3": {"notebook"}, "e1": {"vllm"}, "e2": {"vllm"}, "p": set()}
+    items = [FakeItem(f[x], x, marks[x]) for x in f]
+    heavy_files_first(items)
+    # the two servers no longer start side by side; heavier files still go first wherever the gap allows
+    assert [i.name for i in items] == ["s1", "n1", "n2", "s2", "n3", "p", "e1", "e2"]  # e1, e2: nothing left between
+
+
+def test_vllm_files_keep_their_weight_order_when_nothing_separates_them():
+    a, b = Path("tests/test_a.py"), Path("tests/test_b.py")
+    items = [FakeItem(a, "a", {"vllm"}), FakeItem(b, "b", {"vllm", "notebook"})]
+    heavy_files_first(items)
+    assert [i.name for i in items] == ["b", "a"]

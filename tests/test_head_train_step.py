@@ -1,0 +1,49 @@
+"""The draft-head training-step benchmark (notebook 08, family v3): every phase of both heads timed at each length,
+the teacher variants measured against fp32, and the summary's arithmetic."""
+
+import json
+
+import pytest
+
+from peagle_nb.files.results import read_results
+from peagle_nb.lab.benchmarks import head_train_step as hts
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hts") / "steps.json"
+    assert hts.main(["--device", "cpu", "--target-config", "data/models/tiny-target/config.json", "--seq-lens", "12,20",
+                     "--batch-size", "2", "--draft-vocab-size", "64", "--steps", "3", "--warmup", "1",
+                     "--out", str(out)]) == 0
+    return read_results(out)
+
+
+def test_every_phase_of_both_heads_is_timed_at_every_length(record):
+    steps = [r for r in record["runs"] if r["measures"] == "training step"]
+    assert sorted((r["seq_len"], r["method"]) for r in steps) == [(12, "eagle3"), (12, "peagle"), (20, "eagle3"),
+                                                                   (20, "peagle")]
+    for r in steps:
+        assert set(r["ms"]) == set(hts.PHASES)
+        assert all(len(v) == 3 and all(t > 0 for t in v) for v in r["ms"].values())
+        assert r["k"] == hts.HEADS[r["method"]]["k"]
+        assert r["profile"]["top_ops"] and r["profile"]["self_time_ms_total"] > 0
+
+
+def test_teacher_variants_are_measured_against_fp32(record):
+    var = [r for r in record["runs"] if r["measures"] == "teacher variants"]
+    assert [v["variant"] for v in var[0]["variants"]] == ["fp32", "tf32", "bf16_autocast"]
+    fp32 = var[0]["variants"][0]
+    assert fp32["features_max_abs_diff"] == 0 and fp32["argmax_agreement"] == 1.0
+    assert 0 < var[0]["variants"][2]["features_max_abs_diff"] < 1  # bf16 moves the features, a little
+
+
+def test_summary_medians_and_shares(record):
+    rows = hts.summarize(record)
+    step = next(r for r in rows if r["method"] == "peagle" and r["seq_len"] == 20)
+    run = next(r for r in record["runs"] if r.get("method") == "peagle" and r["seq_len"] == 20)
+    assert step["teacher_ms"] == sorted(run["ms"]["teacher"])[1]
+    assert sum(step[f"{p}_share"] for p in hts.PHASES) == pytest.approx(1.0)
+    assert step["step_p10_ms"] <= step["step_ms"] <= step["step_p90_ms"]
+    fp32 = next(r for r in rows if r["method"] == "teacher fp32" and r["seq_len"] == 12)
+    assert fp32["over_fp32"] == 1.0
+    json.dumps(rows)  # plain numbers, ready for a table

@@ -10,6 +10,7 @@ read beside them as one ladder (:func:`merged_heads`) and one map per rung (:fun
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from peagle_nb.analysis import step_phases
@@ -77,6 +78,28 @@ def ladder_rows(heads_doc: Mapping) -> list[dict]:
         rows.append({"method": method, "rung": rung, "steps cap": h["steps_cap"], "steps run": h["steps_run"],
                      "train s": h["train_seconds"], **{f"tau {d}": h["acceptance"][d]["tau"] for d in DOMAINS}})
     return sorted(rows, key=lambda r: (r["method"], float(r["rung"][1:])))
+
+
+def ladder_extrapolation(heads_doc: Mapping, fit: tuple[str, str] = ("r1", "r3"), check: str = "r10") -> list[dict]:
+    """Can the ladder say how much budget P-EAGLE needs? Per method and domain: the line tau = a + b ln(steps run)
+    through the ``fit`` rungs, its prediction at the ``check`` rung's steps, and the measured tau there (the check is
+    a point the line never saw); then P-EAGLE / EAGLE-3 on tau at each rung."""
+    rows = ladder_rows(heads_doc)
+    at = {(r["method"], r["rung"]): r for r in rows}
+    out = []
+    for method in ("eagle3", "peagle"):
+        (lo, hi), c = (at[(method, f)] for f in fit), at[(method, check)]
+        for d in DOMAINS:
+            slope = (hi[f"tau {d}"] - lo[f"tau {d}"]) / math.log(hi["steps run"] / lo["steps run"])
+            pred = hi[f"tau {d}"] + slope * math.log(c["steps run"] / hi["steps run"])
+            out.append({"method": method, "domain": d, "slope per e-fold of steps": slope,
+                        **{f"tau {r}": at[(method, r)][f"tau {d}"] for r in (*fit, check)},
+                        f"predicted {check}": pred, "error": pred - c[f"tau {d}"]})
+    for d in DOMAINS:
+        out.append({"method": "peagle / eagle3", "domain": d,
+                    **{f"tau {r}": at[("peagle", r)][f"tau {d}"] / at[("eagle3", r)][f"tau {d}"]
+                       for r in (*fit, check)}})
+    return out
 
 
 def pair_rows(heads_docs: Mapping[str, Mapping], rung: str = "r3") -> list[dict]:

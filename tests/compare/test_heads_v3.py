@@ -329,3 +329,25 @@ def test_tau_spread_rows_set_fresh_tau_and_loops_beside_tau():
     [row] = heads_v3.tau_spread_rows({"regimes": [{"temperature": 0.7, "max_new_tokens": 512, "runs": runs}]})
     assert (row["tau_min"], row["tau_max"], row["tau_fresh_min"], row["tau_fresh_max"]) == (2.0, 3.0, 1.9, 2.0)
     assert (row["repetition_min"], row["repetition_max"], row["sweeps"]) == (0.1, 0.5, 2)
+
+
+def test_ladder_extrapolation_is_exact_on_a_log_line_and_names_its_misses():
+    import math
+
+    from peagle_nb.compare.heads_v3 import DOMAINS, ladder_extrapolation
+
+    def head(steps, tau):
+        return {"steps_cap": steps, "steps_run": steps, "train_seconds": 1.0,
+                "acceptance": {d: {"tau": tau} for d in DOMAINS}}
+
+    steps = {"r1": 100, "r3": 300, "r10": 1000}
+    doc = {"heads": {**{f"v3-eagle3-{r}": head(s, 2 + 0.5 * math.log(s)) for r, s in steps.items()},
+                     **{f"v3-peagle-{r}": head(s, 1 + 0.5 * math.log(s) + (1.0 if r == "r10" else 0.0))
+                        for r, s in steps.items()}}}
+    rows = ladder_extrapolation(doc)
+    e3 = [r for r in rows if r["method"] == "eagle3"]
+    pe = [r for r in rows if r["method"] == "peagle"]
+    assert all(abs(r["error"]) < 1e-9 and abs(r["slope per e-fold of steps"] - 0.5) < 1e-9 for r in e3)
+    assert all(abs(r["error"] + 1.0) < 1e-9 for r in pe)  # the line falls short of the measured rung 10 by 1
+    ratio = next(r for r in rows if r["method"] == "peagle / eagle3")
+    assert abs(ratio["tau r10"] - (2 + 0.5 * math.log(1000)) / (2 + 0.5 * math.log(1000))) < 1e-9

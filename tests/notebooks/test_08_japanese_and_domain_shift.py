@@ -379,6 +379,28 @@ def test_v3_heads_and_regime_map_are_printed_from_their_records(rec):
     assert rec["family_v3.regime.speed_goal_met.T0"] is False and rec["family_v3.regime.speed_goal_met.T0.7"] is False
 
 
+def test_the_ladder_cannot_be_extended_by_a_line_and_its_words_hold(rec):
+    from peagle_nb.compare import heads_v3
+
+    folder = paths.results_dir() / "family_v3"
+    heads = heads_v3.merged_heads([json.loads((folder / f / "family_heads.json").read_text())
+                                   for f in heads_v3.HEADS_RECORDS])
+    ext = heads_v3.ladder_extrapolation(heads)
+    fits = [r for r in ext if r["method"] != "peagle / eagle3"]
+    assert rec["family_v3.ladder.fit_max_abs_error"] == pytest.approx(max(abs(r["error"]) for r in fits), abs=1e-4)
+    assert rec["family_v3.ladder.fit_max_abs_error"] > 1  # "the lines miss rung 10"
+    # "in opposite directions": EAGLE-3's line overshoots on every domain, P-EAGLE's falls short on every domain
+    assert rec["family_v3.ladder.eagle3_line_overshoots"] == 3 and rec["family_v3.ladder.peagle_line_falls_short"] == 3
+    for r in ext[-3:]:
+        got = rec[f"family_v3.ladder.p_over_e_tau.{r['domain']}"]
+        assert got == pytest.approx([r["tau r1"], r["tau r3"], r["tau r10"]], abs=1e-4)
+        assert got[2] > got[1] < got[0]  # "from rung 3 to rung 10 the gap narrowed ...; from rung 1 to 3 it did not"
+    pe10 = heads["heads"]["v3-peagle-r10"]
+    rate = pe10["steps_run"] / pe10["train_seconds"]
+    assert rec["family_v3.ladder.r10_pair_steps_per_s"] == pytest.approx(rate, abs=1e-3)
+    assert 900 < 9000 / rate < 1800  # rung 30's training alone: "most of one GPU session's time" (1,800 s)
+
+
 def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
     folder = paths.results_dir() / "family_v3"
     data = json.loads((folder / "heads_h200" / "family_heads.json").read_text())["data"]

@@ -71,7 +71,8 @@ def test_a_poll_on_a_fresh_machine_stops_at_once(tmp_path):
 
 @pytest.mark.parametrize("seq_len, gen_batch, deadline, knobs", [
     (None, "4096", "560", {}), ("512", "2048", "660", {}),
-    ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7", "LIMIT": "8"})])
+    ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7", "LIMIT": "8"}),
+    (None, "4096", "1400", {"RUNG": "20", "HEADS_BUDGET_S": "1100", "HEADS_DEADLINE_S": "1400"})])
 def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline, knobs):
     # PY=echo: every stage writes its command line instead of running, so the full-size flags (which the smoke chain
     # above does not take) are checked here; an H100 ran out of memory generating 4096 sequences of 512 at once
@@ -89,3 +90,7 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     assert heads[heads.index("--time-budget-s") + 1] == knobs.get("HEADS_BUDGET_S", "300")
     assert sweep[sweep.index("--ks") + 1] == knobs.get("KS", "1,3,5,7")
     assert sweep[sweep.index("--limit") + 1] == knobs.get("LIMIT", "4")
+    rung = knobs.get("RUNG", "3")  # the ladder's rung: trained, then swept
+    assert heads[heads.index("--rungs") + 1] == rung
+    heads_swept = sweep[sweep.index("--heads") + 1:sweep.index("--heads") + 3]
+    assert [h.rsplit("/", 1)[1] for h in heads_swept] == [f"v3-eagle3-r{rung}", f"v3-peagle-r{rung}"]

@@ -52,6 +52,14 @@
 # (engine_h100_v3_s512e_p8.json.gz): T=1 281 s (the 260-s SWEEP_BUDGET_S stopped its third sweep; 3 sweeps took
 # 336 s with SWEEP_BUDGET_S=450), T=0.7 261 s; greedy with KS=7 alone 124 s. Every prompt is sampled with a fixed
 # seed (1000 x sweep + its index), so its runs repeat across leases step for step.
+# RUNG (default 3) is the pair's rung of the budget ladder: RUNG x 300 steps for each head, in lockstep. A rung above
+# 10 is the open question of notebook 08 (the ladder's lines do not say where P-EAGLE catches up): at the rung-10
+# pair's 6.5 steps/s on an H200 (5.6 on an H100 at 256 positions) rung 20 trains ~930-1,070 s, so one session's
+# device time holds RUNG=20 HEADS_BUDGET_S=1100 HEADS_DEADLINE_S=1400 TEMPS="0 0.7" LENGTHS=256 KS=3,5,7 with a
+# carried target and prompts file, and rung 30 (~1,390 s on an H200) does not fit beside its data and sweeps.
+# The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
+# weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
+# in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py; one target run, as on a GPU). R, W:
 # results and work folders.
 set -u
@@ -67,7 +75,7 @@ if [ -n "${SMOKE:-}" ]; then
 else
   GB=${GEN_BATCH:-$((4096 * 256 / ${SEQ_LEN:-256}))}; HD=${HEADS_DEADLINE_S:-$((460 + 100 * ${SEQ_LEN:-256} / 256))}
   TFLAGS=${TARGET_FLAGS:-"--runs 2166 --time-budget-s 600 --deadline-s 1000"}
-  HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs 3 --base-steps 300 --ablations
+  HFLAGS="--n-sequences ${N_SEQUENCES:-90112} --generator lean --rungs ${RUNG:-3} --base-steps 300 --ablations
           --time-budget-s ${HEADS_BUDGET_S:-300} --sample-temperature 0.7 --deadline-s $HD --gen-batch $GB"
   LEN=${LENGTHS:-64,256}; [ -n "${WINDOW:-}" ] && LEN=${LENGTHS:-512}
   DEV=cuda; SFLAGS="--limit ${LIMIT:-4} --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
@@ -98,7 +106,7 @@ else
 fi
 for t in ${TEMPS:-1 0.7 0}; do
   # shellcheck disable=SC2086
-  $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r3" "$H/v3-peagle-r3" \
+  $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r${RUNG:-3}" "$H/v3-peagle-r${RUNG:-3}" \
       --prompts data/prompts/prose.jsonl data/prompts/code.jsonl data/prompts/ja.jsonl --temperatures $t $SFLAGS \
       ${WINDOW:+--drafter-window "$WINDOW"} --sections none --out "$R/engine_t$t${WINDOW:+_w$WINDOW}.json" \
       > "$R/engine_t$t${WINDOW:+_w$WINDOW}.log" 2>&1

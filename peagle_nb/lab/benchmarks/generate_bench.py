@@ -34,7 +34,8 @@ from peagle_nb.training.lean_generate import generate_lean
 PROMPT_LENGTHS = DrafterTrainConfig.__dataclass_fields__["prompt_lengths"].default
 
 
-def _timed(fn, device: torch.device) -> tuple[torch.Tensor, float]:
+def timed_call(fn, device: torch.device):
+    """``(fn(), seconds)``, the device synchronised before and after (CUDA runs asynchronously)."""
     if device.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -64,8 +65,9 @@ def run(target_dir: Path, device: str, n: int, gen_batch: int, total_len: int, t
     new_tokens = sum(total_len - length for length in lengths)
     rows = []
     for r in range(repeats):
-        ref, t_ref = _timed(lambda: generate(target, prompts, total_len, temperature, seed + r, gen_batch), dev)
-        lean, t_lean = _timed(lambda: generate_lean(target, prompts, total_len, temperature, seed + r, gen_batch), dev)
+        ref, t_ref = timed_call(lambda: generate(target, prompts, total_len, temperature, seed + r, gen_batch), dev)
+        lean, t_lean = timed_call(
+            lambda: generate_lean(target, prompts, total_len, temperature, seed + r, gen_batch), dev)
         rows.append({"repeat": r, "transformers_s": t_ref, "lean_s": t_lean, "speedup": t_ref / t_lean,
                      **agreement(ref, lean, lengths)})
     return {"target": str(target_dir), "weights_sha256": weights_sha256(target_dir),

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import torch
 
+from peagle_nb.lab.benchmarks.generate_bench import timed_call
 from peagle_nb.training.drafter_config import DrafterTrainConfig
 from peagle_nb.training.drafter_data import TargetTeacher
 
@@ -62,13 +62,8 @@ def make_pair_head(kind: str, target, draft_vocab_size: int):
 
 
 def _timed(fn, device: torch.device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return out, (time.perf_counter() - t0) * 1000.0
+    out, seconds = timed_call(fn, device)
+    return out, seconds * 1000.0
 
 
 def time_steps(kind: str, target, tokens: torch.Tensor, cfg: DrafterTrainConfig, steps: int, warmup: int,

@@ -398,7 +398,7 @@ def test_the_ladder_cannot_be_extended_by_a_line_and_its_words_hold(rec):
     pe10 = heads["heads"]["v3-peagle-r10"]
     rate = pe10["steps_run"] / pe10["train_seconds"]
     assert rec["family_v3.ladder.r10_pair_steps_per_s"] == pytest.approx(rate, abs=1e-3)
-    assert 900 < 9000 / rate < 1800  # rung 30's training alone: "most of one GPU session's time" (1,800 s)
+    assert 9000 / rate > 3 * pe10["train_seconds"]  # rung 30's training: "more than three times rung 10's"
 
 
 def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():

@@ -1,5 +1,5 @@
 """Where one training step of the v3 draft-head pair spends its time, phase by phase, on a GPU.
-Read by notebook 08 (family v3: why a rung above 10 does not fit one GPU lease) and ``data/results/README.md``.
+Named by notebook 08 (family v3: what a rung above 10 costs); no GPU record of it yet. On a GPU:
 
     python -m peagle_nb.lab.benchmarks.head_train_step --device cuda \\
         --target-config data/results/family_v3/target_h100_rerun/config.json \\
@@ -73,6 +73,7 @@ def time_steps(kind: str, target, tokens: torch.Tensor, cfg: DrafterTrainConfig,
     from peagle_nb.training.eagle3 import ttt_loss
     from peagle_nb.training.peagle import cod_loss
 
+    tokens = tokens.to(device)  # as training holds its data: a CUDA index cannot index a CPU tensor
     head = make_pair_head(kind, target, cfg.draft_vocab_size).to(device).train()
     teacher = TargetTeacher(target, head.aux_layer_ids, head.target_to_draft_ids())
     params = [p for p in head.parameters() if p.requires_grad]

@@ -31,7 +31,7 @@ HEAVY_MARKS = {"slow": 4, "notebook": 2, "vllm": 1}
 
 # Files that start a vLLM engine or server slow each other down when both workers start one at once (notebooks 05
 # and 06 took 219-251 s side by side in CI, 111-125 s one at a time): at least this many other files separate two of
-# them in the queue.
+# them in the queue (measured after: 164-171 s and 197-201 s, two fresh-clone CI runs).
 VLLM_GAP = 2
 
 

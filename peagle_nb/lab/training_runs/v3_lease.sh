@@ -54,9 +54,10 @@
 # seed (1000 x sweep + its index), so its runs repeat across leases step for step.
 # RUNG (default 3) is the pair's rung of the budget ladder: RUNG x 300 steps for each head, in lockstep. A rung above
 # 10 is the open question of notebook 08 (the ladder's lines do not say where P-EAGLE catches up): at the rung-10
-# pair's 6.5 steps/s on an H200 (5.6 on an H100 at 256 positions) rung 20 trains ~930-1,070 s, so one session's
-# device time holds RUNG=20 HEADS_BUDGET_S=1100 HEADS_DEADLINE_S=1400 TEMPS="0 0.7" LENGTHS=256 KS=3,5,7 with a
-# carried target and prompts file, and rung 30 (~1,390 s on an H200) does not fit beside its data and sweeps.
+# pair's 6.5 steps/s on an H200 (5.6 on an H100 at 256 positions) rung 20 should train ~930-1,070 s, so one
+# session's device time should hold RUNG=20 HEADS_BUDGET_S=1100 HEADS_DEADLINE_S=1400 TEMPS="0 0.7" LENGTHS=256
+# KS=3,5,7 with a carried target and prompts file (estimated from those rates, not yet run), and rung 30 (~1,390 s
+# on an H200) does not fit beside its data and sweeps.
 # The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
 # weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
@@ -106,7 +107,8 @@ else
 fi
 for t in ${TEMPS:-1 0.7 0}; do
   # shellcheck disable=SC2086
-  $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" --heads "$H/v3-eagle3-r${RUNG:-3}" "$H/v3-peagle-r${RUNG:-3}" \
+  $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" \
+      --heads "$H/v3-eagle3-r${RUNG:-3}" "$H/v3-peagle-r${RUNG:-3}" \
       --prompts data/prompts/prose.jsonl data/prompts/code.jsonl data/prompts/ja.jsonl --temperatures $t $SFLAGS \
       ${WINDOW:+--drafter-window "$WINDOW"} --sections none --out "$R/engine_t$t${WINDOW:+_w$WINDOW}.json" \
       > "$R/engine_t$t${WINDOW:+_w$WINDOW}.log" 2>&1

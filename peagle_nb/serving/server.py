@@ -98,6 +98,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+_PORT_MOVES = 3  # new ports tried when one this server chose is taken before vLLM binds it
+
+
 class PortInUseError(OSError):
     """The port asked for is taken: found before vLLM starts, instead of an ``Errno 98`` deep in its launcher."""
 
@@ -146,6 +149,7 @@ class ManagedVllmServer:
                 raise ValueError(f"pass {flag} as a keyword (host=/port=), not in args: the server picks them")
         self.args = list(args)
         self.host = host
+        self.port_chosen = port is None  # ours to change if another process takes it before vLLM binds it
         self.port = port or free_port(host)
         self.env = env or {}
         self.startup_timeout_s = startup_timeout_s
@@ -159,6 +163,7 @@ class ManagedVllmServer:
         self.proc: subprocess.Popen | None = None
         self._reaper: subprocess.Popen | None = None
         self._log_file = None
+        self._launch_log_offset = 0
         self.startup_s: float | None = None
 
     # -------------------------------------------------------------------------------------------- info
@@ -209,29 +214,67 @@ class ManagedVllmServer:
     def start(self) -> "ManagedVllmServer":
         """Launch and wait for /health. A start whose log stops growing for ``stall_s`` seconds (vLLM's engine
         core stuck before its first line, seen once in CI after many in-process engines) is stopped and
-        launched again, once, with a note on stderr; a second stall or any other failure raises."""
+        launched again, once, with a note on stderr; a second stall or any other failure raises.
+
+        A port this server chose itself (``port=None``) is only free when chosen: another process on the machine
+        (a notebook kernel, another vLLM) may bind it before vLLM does, as happened once in CI. Then a new free
+        port is taken, before launch or after vLLM's own bind failed, up to ``_PORT_MOVES`` times; a port the
+        caller asked for is never changed (``PortInUseError`` names it)."""
         if self.proc is not None:
             raise RuntimeError("server already started")
-        check_port_free(self.host, self.port)  # before a minute of engine start-up, not after
+        self._claim_port()  # before a minute of engine start-up, not after
         t0 = time.monotonic()
-        for attempt in (0, 1):
+        stalls = port_moves = 0
+        while True:
             self._launch()
             try:
-                self._wait_ready(time.monotonic(), allow_stall=attempt == 0)
+                self._wait_ready(time.monotonic(), allow_stall=stalls == 0)
                 break
             except _StartupStalled:
                 self.stop()
                 self.restarts += 1
+                stalls += 1
                 print(f"vLLM start-up stalled (no new log line for {self.stall_s:.0f} s, log {self.log_path}); "
                       "starting it again once", file=sys.stderr, flush=True)
+            except ServerStartupError:
+                self.stop()
+                if not (self.port_chosen and port_moves < _PORT_MOVES and self._lost_port()):
+                    raise
+                self.restarts += 1
+                port_moves += 1
+                lost, self.port = self.port, free_port(self.host)
+                self._claim_port()
+                print(f"port {lost} was taken by another process before vLLM could bind it; starting again on "
+                      f"port {self.port}", file=sys.stderr, flush=True)
             except BaseException:  # including KeyboardInterrupt: never leave it running
                 self.stop()
                 raise
         self.startup_s = time.monotonic() - t0
         return self
 
+    def _claim_port(self) -> None:
+        for _ in range(_PORT_MOVES):
+            try:
+                check_port_free(self.host, self.port)
+                return
+            except PortInUseError:
+                if not self.port_chosen:
+                    raise
+                self.port = free_port(self.host)
+        check_port_free(self.host, self.port)
+
+    def _lost_port(self) -> bool:
+        """Whether this launch's part of the log ends in vLLM failing to bind its port (``Errno 98``)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._launch_log_offset)
+                return b"Address already in use" in f.read()
+        except OSError:
+            return False
+
     def _launch(self) -> None:
         env = server_environment(self.env)
+        self._launch_log_offset = self._log_size()  # what this launch writes starts here (the log is appended to)
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         # Own session = own process group, so one killpg reaches the engine-core child too.
         self.proc = subprocess.Popen(self.command, stdout=self._log_file, stderr=subprocess.STDOUT,

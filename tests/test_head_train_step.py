@@ -47,3 +47,32 @@ def test_summary_medians_and_shares(record):
     fp32 = next(r for r in rows if r["method"] == "teacher fp32" and r["seq_len"] == 12)
     assert fp32["over_fp32"] == 1.0
     json.dumps(rows)  # plain numbers, ready for a table
+
+
+def test_the_pair_step_is_timed_with_separate_and_shared_teachers(record):
+    pair = [r for r in record["runs"] if r["measures"] == "pair step"]
+    assert [r["seq_len"] for r in pair] == [12, 20]
+    assert [(v["teacher"], v["tf32"]) for v in pair[0]["variants"]] == list(hts.PAIR_VARIANTS)
+    assert all(len(v["ms"]) == 3 and all(t > 0 for t in v["ms"]) for v in pair[0]["variants"])
+    rows = [r for r in hts.summarize(record) if r["method"].startswith("pair") and r["seq_len"] == 12]
+    assert rows[0]["method"] == "pair, separate teacher, fp32" and rows[0]["speedup"] == 1.0
+    assert all(r["step_p10_ms"] <= r["step_ms"] <= r["step_p90_ms"] for r in rows)
+    assert rows[2]["pair_steps_per_s"] == pytest.approx(1000.0 / rows[2]["step_ms"])
+
+
+def test_a_shared_teacher_runs_the_target_once_per_pair_step(monkeypatch):
+    import torch
+
+    from peagle_nb.training.drafter_config import DrafterTrainConfig
+
+    target = hts.random_target("data/models/tiny-target/config.json", torch.device("cpu"))
+    calls = []
+    real = hts.TargetTeacher.__call__
+    monkeypatch.setattr(hts.TargetTeacher, "__call__", lambda self, x: calls.append(1) or real(self, x))
+    cfgs = {k: DrafterTrainConfig(kind=k, out=None, k=s["k"], batch_size=2, draft_vocab_size=64, seq_len=12)
+            for k, s in hts.HEADS.items()}
+    tokens = torch.randint(2, target.config.vocab_size - 1, (4, 12))
+    for shared, per_step in ((False, 2), (True, 1)):
+        calls.clear()
+        hts.time_pair_steps(target, tokens, cfgs, 2, 1, torch.device("cpu"), shared=shared, tf32=False)
+        assert len(calls) == 3 * per_step

@@ -14,7 +14,8 @@ steps after ``--warmup``; the record keeps every step's times, so p10/median/p90
 The target is the v3 architecture with random weights: a step's time depends on shapes, not on what the weights
 hold (the COD layout is drawn from the same generator either way). Two variants of the teacher are timed beside
 the training's own (fp32): TF32 matrix products, and bf16 autocast; each records how far its features and soft
-labels move from fp32 (largest absolute difference), the price of taking it.
+labels move from fp32 (largest absolute difference), the price of taking it. Last, the ladder's pair step (both
+heads) as trained today (each head's own teacher) and as it could be (one teacher for both, TF32 or not).
 """
 
 from __future__ import annotations
@@ -145,6 +146,51 @@ def teacher_variants(target, tokens: torch.Tensor, draft_vocab_size: int, batch_
     return out
 
 
+def time_pair_steps(target, tokens: torch.Tensor, cfgs: dict[str, DrafterTrainConfig], steps: int, warmup: int,
+                    device: torch.device, *, shared: bool, tf32: bool) -> list[float]:
+    """Milliseconds of ``steps`` steps of the ladder's pair (both heads, one step each; ``warmup`` more dropped).
+    ``shared=False`` is today's training: each head's process runs its own teacher on its batch (two lockstep
+    processes on one GPU take about the serial sum: notebook 08 checks it against the recorded rates);
+    ``shared=True`` runs the teacher once and feeds both heads the same batch. ``tf32`` lets fp32 matrix products
+    (the teacher's) use TF32, as ``torch.backends.cuda.matmul.allow_tf32`` does for a whole process."""
+    from peagle_nb.training.eagle3 import ttt_loss
+    from peagle_nb.training.peagle import cod_loss
+
+    tokens = tokens.to(device)
+    heads = {k: make_pair_head(k, target, c.draft_vocab_size).to(device).train() for k, c in cfgs.items()}
+    teachers = {k: TargetTeacher(target, h.aux_layer_ids, h.target_to_draft_ids()) for k, h in heads.items()}
+    params = {k: [p for p in h.parameters() if p.requires_grad] for k, h in heads.items()}
+    opts = {k: torch.optim.AdamW(params[k], lr=cfgs[k].lr, betas=(0.9, 0.95)) for k in heads}
+    losses = {"eagle3": ttt_loss, "peagle": cod_loss}
+    gen = torch.Generator().manual_seed(0)
+    first = next(iter(heads))
+
+    def pair_step(x: torch.Tensor) -> None:
+        batch = teachers[first](x) if shared else None
+        for k, head in heads.items():
+            b = batch if shared else teachers[k](x)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss = losses[k](head, b, cfgs[k], gen)[0]
+            opts[k].zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params[k], cfgs[k].grad_clip)
+            opts[k].step()
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        ms = []
+        for _ in range(warmup + steps):
+            idx = torch.randint(0, tokens.shape[0], (cfgs[first].batch_size,), generator=gen)
+            ms.append(round(_timed(lambda: pair_step(tokens[idx.to(device)]), device)[1], 3))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    return ms[warmup:]
+
+
+PAIR_VARIANTS = (("separate", False), ("separate", True), ("shared", False), ("shared", True))  # (teacher, tf32)
+
+
 def _pct(values: list[float], q: float) -> float:
     v = sorted(values)
     return v[min(len(v) - 1, int(q * len(v)))]
@@ -152,7 +198,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def summarize(doc: dict) -> list[dict]:
     """One row per (sequence length, head): each phase's median ms, the step's p10/median/p90 (phases summed step by
-    step) and each phase's share of the median step; then the teacher variants' medians beside fp32."""
+    step) and each phase's share of the median step; the teacher variants' medians beside fp32; and the pair's
+    step in each variant (p10/median/p90, steps/s, speed-up over today's separate fp32 teachers)."""
     rows = []
     for run in doc["runs"]:
         if run.get("measures") == "training step":
@@ -164,6 +211,14 @@ def summarize(doc: dict) -> list[dict]:
                          **{f"{p}_share": med[p] / sum(med.values()) for p in PHASES},
                          "peak_memory_gib": run["peak_memory_gib"],
                          "top_op": run["profile"]["top_ops"][0]["op"] if run["profile"]["top_ops"] else None})
+        elif run.get("measures") == "pair step":
+            base = _pct(run["variants"][0]["ms"], 0.5)
+            for v in run["variants"]:
+                med = _pct(v["ms"], 0.5)
+                rows.append({"seq_len": run["seq_len"], "method": f"pair, {v['teacher']} teacher"
+                             + (", TF32" if v["tf32"] else ", fp32"),
+                             "step_p10_ms": _pct(v["ms"], 0.1), "step_ms": med, "step_p90_ms": _pct(v["ms"], 0.9),
+                             "pair_steps_per_s": 1000.0 / med, "speedup": base / med})
         elif run.get("measures") == "teacher variants":
             base = _pct(run["variants"][0]["ms"], 0.5)
             for v in run["variants"]:
@@ -214,6 +269,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"features moved {v['features_max_abs_diff']:.2e}, argmax agreement {v['argmax_agreement']:.4f}")
         runs.append({"seq_len": seq_len, "measures": "teacher variants", "batch_size": args.batch_size,
                      "variants": variants})
+        cfgs = {kind: DrafterTrainConfig(kind=kind, out=Path("unused"), k=spec["k"], batch_size=args.batch_size,
+                                         draft_vocab_size=args.draft_vocab_size, seq_len=seq_len)
+                for kind, spec in HEADS.items()}
+        pair = []
+        for teacher, tf32 in PAIR_VARIANTS:
+            ms = time_pair_steps(target, tokens, cfgs, args.steps, args.warmup, device, shared=teacher == "shared",
+                                 tf32=tf32)
+            pair.append({"teacher": teacher, "tf32": tf32, "ms": ms})
+            print(f"L={seq_len} pair, {teacher} teacher{', TF32' if tf32 else ''}: median "
+                  f"{sorted(ms)[len(ms) // 2]:.1f} ms", flush=True)
+        runs.append({"seq_len": seq_len, "measures": "pair step", "batch_size": args.batch_size, "variants": pair})
     doc = make_results("engine", runs, model={"target_config": str(args.target_config),
                                                        "weights": "random (seed 0): shapes decide the time"},
                        notes=f"{args.steps} timed steps after {args.warmup} warm-up steps per head")

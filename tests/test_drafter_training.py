@@ -211,6 +211,44 @@ def test_smoke_training_options(smoke_target, tmp_path):
         run("--out", str(tmp_path / "bad"), "--init-from", str(first))  # default width != 96
 
 
+@pytest.mark.slow
+def test_the_pair_trains_both_heads_on_one_teacher_pass_per_step(smoke_target, tmp_path, monkeypatch):
+    """`peagle-nb train pair`: both heads in one process, equal steps, the target run once per step for both;
+    a pair that would not share its schedule or would overwrite one head with the other is refused first."""
+    from peagle_nb.cli import train_cmd
+    from peagle_nb.training import drafter_data
+
+    common = f"--smoke --target {smoke_target} --device cpu --data-cache {tmp_path / 'data.pt'} --steps 5"
+
+    def pair(e3: str, pe: str) -> int:
+        return train_cmd.run(argparse.Namespace(what="pair", options=["--eagle3", e3, "--peagle", pe]))
+
+    with pytest.raises(SystemExit, match=r"steps: 5 \(eagle3\) vs 6 \(peagle\)"):
+        pair(f"{common} --out {tmp_path / 'a'}", f"{common} --steps 6 --out {tmp_path / 'b'}")
+    with pytest.raises(SystemExit, match="both heads would be written to"):
+        pair(f"{common} --out {tmp_path / 'a'}", f"{common} --out {tmp_path / 'a'}")
+    with pytest.raises(SystemExit, match="the pair only trains"):
+        pair(f"{common} --data-only", f"{common} --out {tmp_path / 'b'}")
+    with pytest.raises(SystemExit, match="already run equal steps"):
+        pair(f"{common} --lockstep {tmp_path / 'l'} --out {tmp_path / 'a'}",
+             f"{common} --lockstep {tmp_path / 'l'} --out {tmp_path / 'b'}")
+    assert not (tmp_path / "data.pt").exists()  # refused before any data was built
+    common += " --teacher-tf32"  # recorded; on a CPU it changes nothing
+    passes = []
+    real = drafter_data.TargetTeacher.__call__
+    monkeypatch.setattr(drafter_data.TargetTeacher, "__call__", lambda self, x: passes.append(1) or real(self, x))
+    assert pair(f"{common} --out {tmp_path / 'e3'}", f"{common} --out {tmp_path / 'pe'}") == 0
+    assert len(passes) == 5  # one teacher pass per step, for both heads
+    e3, pe = (json.loads((tmp_path / n / "training_log.json").read_text()) for n in ("e3", "pe"))
+    assert e3["steps_run"] == pe["steps_run"] == 5 and e3["train_seconds"] == pe["train_seconds"]
+    assert e3["trained_with"] == [str(tmp_path / "pe")] and pe["trained_with"] == [str(tmp_path / "e3")]
+    assert e3["config"]["teacher_tf32"] is pe["config"]["teacher_tf32"] is True
+    assert len(e3["history"]) == len(pe["history"]) == 1 and pe["history"][0]["step"] == 5
+    he3, hpe = load_head(tmp_path / "e3"), load_head(tmp_path / "pe")
+    assert (he3.kind, hpe.kind) == ("eagle3", "peagle")
+    assert torch.equal(he3.target_to_draft_ids(), hpe.target_to_draft_ids())
+
+
 def test_target_teacher_matches_a_plain_forward(smoke_target):
     from peagle_nb.models.target import load_target, target_features
     from peagle_nb.training.drafter_data import TargetTeacher

@@ -3,6 +3,7 @@ number of steps (``training.lockstep``), and a partner that dies does not hang t
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -89,3 +90,48 @@ def test_the_heads_command_puts_each_rungs_pair_in_lockstep_and_not_the_ablation
         assert has is (name in {"v3-eagle3-r1", "v3-peagle-r1", "v3-eagle3-r3", "v3-peagle-r3"}), name
         if has:
             assert args[args.index("--lockstep") + 1] == str(lock / name.split("-")[-1])
+
+
+def test_with_a_shared_teacher_each_rungs_pair_is_one_process_and_the_ablations_stay_apart(tmp_path, monkeypatch):
+    import shlex
+
+    from peagle_nb.lab.training_runs import family, family_v3
+    from peagle_nb.models.target import default_path
+    from peagle_nb.training import pair as pair_trainer
+
+    spawned = {}
+
+    class Done:
+        pid = 0
+
+        def __init__(self, log, code):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self.log_file, self.returncode = open(log, "w"), code  # noqa: SIM115 -- wait_all closes it
+
+        def wait(self, timeout=None):
+            return self.returncode
+
+    def spawn(args, log, env):
+        spawned[log.stem] = args
+        return Done(log, 3 if log.stem == "v3-pair-r3" else 0)
+
+    monkeypatch.setattr(family, "spawn", spawn)
+    monkeypatch.setattr(family_v3, "_data_info", lambda cache: {})
+    out = tmp_path / "o"
+    code = family_v3.main(["heads", "--target", str(default_path()), "--out", str(out), "--work", str(tmp_path / "w"),
+                           "--rungs", "1", "3", "--ablation-rung", "3", "--ablations", "zeros", "--device", "cpu",
+                           "--deadline-s", "600", "--pair-teacher", "shared", "--teacher-tf32"])
+    assert sorted(spawned) == ["data", "v3-pair-r1", "v3-pair-r3", "v3-peagle-zeros-r3"]
+    assert "--lockstep" not in spawned["v3-peagle-zeros-r3"] and "--teacher-tf32" in spawned["v3-peagle-zeros-r3"]
+    args = spawned["v3-pair-r3"]
+    assert args[:3] == ["peagle_nb.cli", "train", "pair"]
+    # each method's options parse with its own trainer's parser: the pair's cap, the method's k, its own --out
+    cfgs = [cfg for cfg, _ in pair_trainer.configure(pair_trainer.argparse.Namespace(
+        eagle3=args[args.index("--eagle3") + 1], peagle=args[args.index("--peagle") + 1]))]
+    assert [(c.kind, c.k, c.steps, c.out.name, c.teacher_tf32) for c in cfgs] == [
+        ("eagle3", 7, 6000, "v3-eagle3-r3", True), ("peagle", 8, 6000, "v3-peagle-r3", True)]
+    assert "--lockstep" not in shlex.split(args[args.index("--peagle") + 1])
+    summary = json.loads((out / "family_heads.json").read_text())
+    assert summary["pair_teacher"] == "shared" and summary["teacher_tf32"] is True
+    assert summary["exit_codes"]["v3-eagle3-r3"] == summary["exit_codes"]["v3-peagle-r3"] == 3  # the pair's code
+    assert summary["logs"]["v3-peagle-r3"] == "v3-pair-r3.log" and code == 1

@@ -23,15 +23,17 @@ def test_the_lease_chain_trains_the_target_and_the_pair_then_sweeps_every_temper
     env = {**os.environ, "SMOKE": "1", "PY": sys.executable, "R": str(tmp_path / "run"), "W": str(tmp_path / "w"),
            "PEAGLE_CORPUS_V3": str(corpus), "PEAGLE_CORPUS_V3_MANIFEST": str(corpus / "manifest_v3.json"),
            "OUT": str(out)}
-    lease = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env={**env, "SEQ_LEN": "48"}, capture_output=True,
-                           text=True, timeout=900)
+    # the pair in one process with one teacher pass per step (PAIR_TEACHER=shared; test_lockstep: the default's flags)
+    lease = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], capture_output=True, text=True, timeout=900,
+                           env={**env, "SEQ_LEN": "48", "PAIR_TEACHER": "shared"})
     assert lease.returncode == 0, lease.stderr
     stages = (tmp_path / "run" / "stages.txt").read_text().splitlines()
     assert [s.split(" ", 1)[1] for s in stages] == ["start", "target rc=0", "heads rc=0", "sweep t=1 rc=0",
                                                      "sweep t=0.7 rc=0", "sweep t=0 rc=0", "done"]
     heads = json.loads((tmp_path / "run" / "heads" / "family_heads.json").read_text())
     assert set(heads["heads"]) == {"v3-eagle3-r3", "v3-peagle-r3"}  # the pair alone: no ablations
-    assert heads["pair_steps_run"]["r3"]["eagle3"] == heads["pair_steps_run"]["r3"]["peagle"]  # lockstep
+    assert heads["pair_steps_run"]["r3"]["eagle3"] == heads["pair_steps_run"]["r3"]["peagle"]  # one process
+    assert heads["pair_teacher"] == "shared" and heads["logs"]["v3-peagle-r3"] == "v3-pair-r3.log"
     target = (tmp_path / "run" / "target_dir.txt").read_text().strip()
     assert heads["target"] == target and heads["data"]["seq_len"] == 48  # SEQ_LEN reached the data
     for t in (1.0, 0.7, 0.0):
@@ -72,7 +74,8 @@ def test_a_poll_on_a_fresh_machine_stops_at_once(tmp_path):
 @pytest.mark.parametrize("seq_len, gen_batch, deadline, knobs", [
     (None, "4096", "560", {}), ("512", "2048", "660", {}),
     ("512", "2048", "720", {"HEADS_BUDGET_S": "330", "HEADS_DEADLINE_S": "720", "KS": "3,5,7", "LIMIT": "8"}),
-    (None, "4096", "1400", {"RUNG": "20", "HEADS_BUDGET_S": "1100", "HEADS_DEADLINE_S": "1400"})])
+    (None, "4096", "1400", {"RUNG": "20", "HEADS_BUDGET_S": "1100", "HEADS_DEADLINE_S": "1400"}),
+    (None, "4096", "1000", {"RUNG": "30", "HEADS_DEADLINE_S": "1000", "PAIR_TEACHER": "shared", "TEACHER_TF32": "1"})])
 def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen_batch, deadline, knobs):
     # PY=echo: every stage writes its command line instead of running, so the full-size flags (which the smoke chain
     # above does not take) are checked here; an H100 ran out of memory generating 4096 sequences of 512 at once
@@ -92,5 +95,7 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     assert sweep[sweep.index("--limit") + 1] == knobs.get("LIMIT", "4")
     rung = knobs.get("RUNG", "3")  # the ladder's rung: trained, then swept
     assert heads[heads.index("--rungs") + 1] == rung
+    assert heads[heads.index("--pair-teacher") + 1] == knobs.get("PAIR_TEACHER", "separate")
+    assert ("--teacher-tf32" in heads) == ("TEACHER_TF32" in knobs)
     heads_swept = sweep[sweep.index("--heads") + 1:sweep.index("--heads") + 3]
     assert [h.rsplit("/", 1)[1] for h in heads_swept] == [f"v3-eagle3-r{rung}", f"v3-peagle-r{rung}"]

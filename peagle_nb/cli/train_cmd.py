@@ -1,4 +1,5 @@
-"""``peagle-nb train {target,eagle3,peagle} [options]``: reproduce the committed tiny models.
+"""``peagle-nb train {target,eagle3,peagle,pair} [options]``: reproduce the committed tiny models (``pair``: both
+heads in one process, the budget ladder's way).
 
 Each artifact's trainer lives in ``peagle_nb.training.<what>`` with ``add_arguments(p)`` and
 ``run(args) -> int``. It is imported only when its subcommand runs (torch is slow to import, and the
@@ -14,6 +15,8 @@ TRAINERS = {
     "target": ("peagle_nb.training.target", "the tiny target LM and its tokenizer (data/models/tiny-target)"),
     "eagle3": ("peagle_nb.training.eagle3", "the EAGLE-3 draft head (data/models/tiny-eagle3)"),
     "peagle": ("peagle_nb.training.peagle", "the P-EAGLE draft head (data/models/tiny-peagle)"),
+    "pair": ("peagle_nb.training.pair", "EAGLE-3 and P-EAGLE trained together, one teacher pass per step for both "
+             "(the budget ladder's pair)"),
 }
 
 

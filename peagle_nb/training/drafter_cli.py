@@ -55,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser, kind: str) -> None:
     p.add_argument("--time-budget-s", type=float, default=None, help="stop training after this many seconds")
     p.add_argument("--lockstep", type=Path, default=None,
                    help="a folder shared with the other method's trainer: both run the same number of steps")
+    p.add_argument("--teacher-tf32", action="store_true", default=None,
+                   help="on CUDA, the teacher's fp32 matrix products in TF32 (its pass ~30 %% shorter on an H100, "
+                        "features ~3e-3 from fp32: data/results/family_v3/head_train_step_h100.json)")
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--n-sequences", type=int, default=None, help="self-distillation sequences to generate")
@@ -107,6 +110,7 @@ def config_from_args(args: argparse.Namespace, kind: str) -> DrafterTrainConfig:
                  "intermediate_size": args.intermediate_size, "greedy_fraction": args.greedy_fraction,
                  "sample_temperature": args.sample_temperature, "gen_batch": args.gen_batch,
                  "generator": args.generator, "prompts_file": args.prompts, "lockstep": args.lockstep,
+                 "teacher_tf32": args.teacher_tf32,
                  "exclude_domains": tuple(args.exclude_domain) if args.exclude_domain else None,
                  "init_from": args.init_from, "val_prompts": args.val_prompts,
                  "cod_r": getattr(args, "cod_r", None), "cod_r_min": getattr(args, "cod_r_min", None),

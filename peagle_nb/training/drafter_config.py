@@ -40,6 +40,7 @@ class DrafterTrainConfig:
     data_cache: Path | None = None
     prompts_file: Path | None = None  # the prompts drawn beforehand (``training.prompt_file``), instead of the corpus
     lockstep: Path | None = None  # a folder shared with the pair's other trainer: equal steps (``training.lockstep``)
+    teacher_tf32: bool = False  # the teacher's fp32 products in TF32 (CUDA): ~30 % off its pass, soft labels ~3e-3 away
     init_from: Path | None = None  # continue training this exported head (same shapes)
     val_prompts: int = 0  # per domain: new corpus-train prompts measured after training (0: none)
     eval_prompts: int | None = None  # per held-out set; None = all

@@ -9,6 +9,7 @@ the target's distribution over the draft vocabulary.
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 import torch
 
@@ -40,10 +41,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_arguments(p, "eagle3")
 
 
-def run(args: argparse.Namespace) -> int:
+def configure(args: argparse.Namespace) -> tuple[DrafterTrainConfig, Callable]:
+    """The run configuration ``args`` make, and this method's loss (``training.pair`` trains it beside P-EAGLE)."""
     cfg = config_from_args(args, "eagle3")
     cfg.num_layers = 1
-    return run_mode(cfg, args, ttt_loss)
+    return cfg, ttt_loss
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg, loss_fn = configure(args)
+    return run_mode(cfg, args, loss_fn)
 
 
 if __name__ == "__main__":

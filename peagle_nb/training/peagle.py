@@ -9,6 +9,7 @@ distribution for every kept element, uniform over depths (no per-depth weighting
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 import torch
 
@@ -39,13 +40,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_arguments(p, "peagle")
 
 
-def run(args: argparse.Namespace) -> int:
+def configure(args: argparse.Namespace) -> tuple[DrafterTrainConfig, Callable]:
+    """The run configuration ``args`` make, and this method's loss (``training.pair`` trains it beside EAGLE-3)."""
     cfg = config_from_args(args, "peagle")
     if cfg.num_layers is None:
         cfg.num_layers = 4
     if not 2 <= cfg.num_layers <= 4:
         raise SystemExit(f"--num-layers {cfg.num_layers}: a P-EAGLE head here has 2-4 layers")
-    return run_mode(cfg, args, cod_loss)
+    return cfg, cod_loss
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg, loss_fn = configure(args)
+    return run_mode(cfg, args, loss_fn)
 
 
 if __name__ == "__main__":

@@ -229,6 +229,43 @@ def summarize(doc: dict) -> list[dict]:
     return rows
 
 
+def pair_costs(doc: dict, lockstep_steps_per_s: dict[int, float]) -> list[dict]:
+    """Per sequence length: the ladder's pair step as the sum of its two heads' median steps (one GPU runs the two
+    lockstep processes one kernel stream after the other), checked against the rate a recorded lockstep pair ran
+    at that length (``lockstep_steps_per_s``, from the heads records); then what one teacher for both heads would
+    save, and one TF32 teacher, estimated from the measured phases (a step less one fp32 teacher call, or less both
+    plus one TF32 call) and scaled to the recorded rate. Where the record timed the pair itself (``pair step``),
+    the measured speed-up stands beside each estimate."""
+    med = {(r["seq_len"], r["method"]): {p: _pct(r["ms"][p], 0.5) for p in PHASES}
+           for r in doc["runs"] if r.get("measures") == "training step"}
+    tf32 = {r["seq_len"]: _pct(next(v for v in r["variants"] if v["variant"] == "tf32")["ms"], 0.5)
+            for r in doc["runs"] if r.get("measures") == "teacher variants"}
+    measured = {}
+    for r in doc["runs"]:
+        if r.get("measures") == "pair step":
+            base = _pct(r["variants"][0]["ms"], 0.5)
+            measured.update({(r["seq_len"], v["teacher"], v["tf32"]): base / _pct(v["ms"], 0.5)
+                             for v in r["variants"]})
+    rows = []
+    for seq_len in sorted({L for L, _ in med}):
+        heads = [med[(seq_len, k)] for k in HEADS]
+        serial = sum(sum(h.values()) for h in heads)
+        one_teacher = serial - max(h["teacher"] for h in heads)
+        one_tf32 = serial - sum(h["teacher"] for h in heads) + tf32[seq_len]
+        rate = lockstep_steps_per_s.get(seq_len)
+        row = {"seq_len": seq_len, "pair step ms (sum of heads)": serial, "serial-sum steps/s": 1000.0 / serial,
+               "recorded lockstep steps/s": rate,
+               "recorded / serial-sum": None if rate is None else rate * serial / 1000,
+               "teacher share": sum(h["teacher"] for h in heads) / serial,
+               "one teacher: speed-up (estimate)": serial / one_teacher,
+               "one TF32 teacher: speed-up (estimate)": serial / one_tf32,
+               "one teacher: speed-up (measured)": measured.get((seq_len, "shared", False)),
+               "one TF32 teacher: speed-up (measured)": measured.get((seq_len, "shared", True))}
+        row["one TF32 teacher: steps/s (estimate)"] = None if rate is None else rate * serial / one_tf32
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     from peagle_nb.files.results import make_results, write_results
 

@@ -441,9 +441,9 @@ def heads_exit(planned: Collection[str], summary: dict) -> int:
     """0 when every planned head finished, else 1 with the failed ones named: a chain (``v3_lease.sh``) must not
     go on to sweep heads that are not there."""
     if failed := summary.get("failed"):
-        codes = summary.get("exit_codes", {})
+        codes, logs = summary.get("exit_codes", {}), summary.get("logs", {})
         log_line(f"{len(failed)} of {len(planned)} heads failed: " + ", ".join(
-            f"{n} (exit {codes.get(n)}, see {n}.log in family_heads.log)" for n in failed))
+            f"{n} (exit {codes.get(n)}, see {logs.get(n, n + '.log')} in family_heads.log)" for n in failed))
         return 1
     return 0
 

@@ -58,6 +58,12 @@
 # session's device time should hold RUNG=20 HEADS_BUDGET_S=1100 HEADS_DEADLINE_S=1400 TEMPS="0 0.7" LENGTHS=256
 # KS=3,5,7 with a carried target and prompts file (estimated from those rates, not yet run), and rung 30 (~1,390 s
 # on an H200) does not fit beside its data and sweeps.
+# PAIR_TEACHER=shared trains the pair in one process that runs the teacher once per step for both heads (`peagle-nb
+# train pair`; default separate: two lockstep processes, as every recorded pair), and TEACHER_TF32=1 runs the
+# teacher's products in TF32. The teacher is half of each head's step on an H100 (family_v3/head_train_step_h100.json):
+# from those phases the two together should make the pair's step 1.46x shorter at 256 positions (an estimate, not
+# yet measured in training; `lab.benchmarks.head_train_step` times the pair both ways), rung 20 then ~730 s and
+# rung 30 ~1,100 s on an H100, the heads stage alone with HEADS_DIR's sweeps in the next session.
 # The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
 # weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
@@ -82,6 +88,7 @@ else
   DEV=cuda; SFLAGS="--limit ${LIMIT:-4} --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
   SFLAGS+=" --budget-s ${SWEEP_BUDGET_S:-180}"
 fi
+HFLAGS+=" --pair-teacher ${PAIR_TEACHER:-separate}${TEACHER_TF32:+ --teacher-tf32}"
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)
   T=$TARGET_DIR; stage "target carried rc=0"

@@ -401,6 +401,40 @@ def test_the_ladder_cannot_be_extended_by_a_line_and_its_words_hold(rec):
     assert 9000 / rate > 3 * pe10["train_seconds"]  # rung 30's training: "more than three times rung 10's"
 
 
+def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hold(rec):
+    from peagle_nb.lab.benchmarks import head_train_step as hts
+
+    folder = paths.results_dir() / "family_v3"
+    doc = read_results(folder / "head_train_step_h100.json")
+    rates = {}
+    for L, run in ((256, "heads_h100_r3_rerun"), (512, "heads_h100_s512e_rerun")):
+        h = json.loads((folder / run / "family_heads.json").read_text())["heads"]["v3-peagle-r3"]
+        rates[L] = h["steps_run"] / h["train_seconds"]
+    costs = {r["seq_len"]: r for r in hts.pair_costs(doc, rates)}
+    for L, r in costs.items():
+        assert rec[f"family_v3.train_step.teacher_share.L{L}"] == pytest.approx(r["teacher share"], abs=1e-4)
+        assert 0.45 < r["teacher share"] < 0.55  # "half of every head's step is the teacher"
+        got = rec[f"family_v3.train_step.recorded_over_serial_sum.L{L}"]
+        assert got == pytest.approx(r["recorded / serial-sum"], abs=1e-4)
+        assert 0.85 < got < 1  # "a little under the serial sum's rate": the sum is the model of today's cost
+    at = costs[256]
+    assert rec["family_v3.train_step.one_teacher_speedup_estimate.L256"] == pytest.approx(
+        at["one teacher: speed-up (estimate)"], abs=1e-4)
+    assert rec["family_v3.train_step.one_tf32_teacher_speedup_estimate.L256"] == pytest.approx(
+        at["one TF32 teacher: speed-up (estimate)"], abs=1e-4)
+    assert at["one TF32 teacher: speed-up (estimate)"] > at["one teacher: speed-up (estimate)"] > 1.25
+    # "whose soft labels stay within a few thousandths of fp32's"
+    tf32 = [v for r in doc["runs"] if r["measures"] == "teacher variants" for v in r["variants"]
+            if v["variant"] == "tf32"]
+    assert all(v["features_max_abs_diff"] < 0.01 for v in tf32)
+    assert rec["family_v3.train_step.tf32_teacher_argmax_agreement_min"] == pytest.approx(
+        min(v["argmax_agreement"] for v in tf32), abs=1e-4)
+    # "within one session's device time": rung 30's training under the 1,800 s of a session
+    r30 = 9000 / at["one TF32 teacher: steps/s (estimate)"]
+    assert rec["family_v3.train_step.rung30_seconds_estimate_h100"] == pytest.approx(r30, abs=1)
+    assert r30 < 1800 * 0.7
+
+
 def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
     folder = paths.results_dir() / "family_v3"
     data = json.loads((folder / "heads_h200" / "family_heads.json").read_text())["data"]

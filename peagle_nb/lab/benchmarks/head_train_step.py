@@ -1,5 +1,6 @@
 """Where one training step of the v3 draft-head pair spends its time, phase by phase, on a GPU.
-Named by notebook 08 (family v3: what a rung above 10 costs); no GPU record of it yet. On a GPU:
+Named by notebook 08 (family v3: what a rung above 10 costs; the H100 record:
+data/results/family_v3/head_train_step_h100.json). On a GPU:
 
     python -m peagle_nb.lab.benchmarks.head_train_step --device cuda \\
         --target-config data/results/family_v3/target_h100_rerun/config.json \\

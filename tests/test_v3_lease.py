@@ -99,3 +99,14 @@ def test_the_full_size_chain_passes_the_flags_a_gpu_needs(tmp_path, seq_len, gen
     assert ("--teacher-tf32" in heads) == ("TEACHER_TF32" in knobs)
     heads_swept = sweep[sweep.index("--heads") + 1:sweep.index("--heads") + 3]
     assert [h.rsplit("/", 1)[1] for h in heads_swept] == [f"v3-eagle3-r{rung}", f"v3-peagle-r{rung}"]
+
+
+def test_temps_none_trains_the_pair_and_sweeps_nothing(tmp_path):
+    env = {**os.environ, "PY": "echo", "R": str(tmp_path / "run"), "W": str(tmp_path / "w"), "TARGET_DIR": "T",
+           "TEMPS": "none", "RUNG": "30", "PAIR_TEACHER": "shared", "TEACHER_TF32": "1"}
+    env.pop("SMOKE", None)
+    run = subprocess.run(["bash", str(SCRIPTS / "v3_lease.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    stages = [s.split(" ", 1)[1] for s in (tmp_path / "run" / "stages.txt").read_text().splitlines()]
+    assert stages == ["start", "target carried rc=0", "heads rc=0", "done"]
+    assert not list((tmp_path / "run").glob("engine_t*"))

@@ -63,7 +63,8 @@
 # teacher's products in TF32. The teacher is half of each head's step on an H100 (family_v3/head_train_step_h100.json):
 # from those phases the two together should make the pair's step 1.46x shorter at 256 positions (an estimate, not
 # yet measured in training; `lab.benchmarks.head_train_step` times the pair both ways), rung 20 then ~730 s and
-# rung 30 ~1,100 s on an H100, the heads stage alone with HEADS_DIR's sweeps in the next session.
+# rung 30 ~1,100 s on an H100: TEMPS=none trains without sweeping (e.g. RUNG=30 PAIR_TEACHER=shared TEACHER_TF32=1
+# HEADS_BUDGET_S=1250 HEADS_DEADLINE_S=1550 TEMPS=none, target and prompts carried), HEADS_DIR's sweeps in the next.
 # The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
 # weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
@@ -113,6 +114,7 @@ else
   H=$W/heads/v3-heads
 fi
 for t in ${TEMPS:-1 0.7 0}; do
+  [ "$t" = none ] && continue  # TEMPS=none: train only (a long rung), sweep later with HEADS_DIR
   # shellcheck disable=SC2086
   $PY -m peagle_nb.lab.sweeps.engine_sweep --device $DEV --target "$T" \
       --heads "$H/v3-eagle3-r${RUNG:-3}" "$H/v3-peagle-r${RUNG:-3}" \

@@ -264,7 +264,7 @@ class ManagedVllmServer:
         check_port_free(self.host, self.port)
 
     def _lost_port(self) -> bool:
-        """Whether this launch's part of the log ends in vLLM failing to bind its port (``Errno 98``)."""
+        """Whether this launch's part of the log says a bind failed (``Errno 98``: vLLM's port was taken)."""
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(self._launch_log_offset)

@@ -20,7 +20,8 @@ METHODS = {"eagle3": eagle3, "peagle": peagle}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     for kind in METHODS:
         p.add_argument(f"--{kind}", required=True, metavar="OPTIONS",
-                       help=f"`peagle-nb train {kind}`'s options for this head, one quoted string (--out included)")
+                       help=f"`peagle-nb train {kind}`'s options for this head, one quoted string (--out included; "
+                            f"write --{kind}=OPTIONS if it begins with an option that has no value)")
 
 
 def configure(args: argparse.Namespace) -> list[tuple]:

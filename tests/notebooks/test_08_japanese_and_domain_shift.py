@@ -401,7 +401,7 @@ def test_the_ladder_cannot_be_extended_by_a_line_and_its_words_hold(rec):
     assert 9000 / rate > 3 * pe10["train_seconds"]  # rung 30's training: "more than three times rung 10's"
 
 
-def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hold(rec):
+def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hold(rec, executed_dir):
     from peagle_nb.lab.benchmarks import head_train_step as hts
 
     folder = paths.results_dir() / "family_v3"
@@ -438,6 +438,9 @@ def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hol
     est, got = cpu["one teacher: speed-up (estimate)"], cpu["one teacher: speed-up (measured)"]
     assert rec["family_v3.train_step.cpu_one_teacher_speedup"] == pytest.approx([est, got], abs=1e-4)
     assert 0 < est - got < 0.1 and got > 1.1
+    cell = next(c for c in json.loads((executed_dir / NOTEBOOK).read_text())["cells"] if c.get("id") == "c35-cost-code")
+    printed = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o.get("name") == "stdout")
+    assert printed.strip().splitlines()[-1].startswith("the estimate checked")  # the words: "(the last line)"
 
 
 def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():

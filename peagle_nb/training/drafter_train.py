@@ -1,4 +1,5 @@
-"""The training loop both draft heads share (``peagle-nb train eagle3|peagle``). Explained in notebooks 02, 03.
+"""The training loop both draft heads share (``peagle-nb train eagle3|peagle``, and both at once: ``peagle-nb train
+pair``, one teacher pass per step for the two). Explained in notebooks 02, 03 (the pair: 08).
 
 Steps: load the target; build (or reuse, ``--data-cache``) the self-distillation data (target-regenerated
 continuations of corpus-train prompts); size the head like the target, pick its draft vocabulary from the

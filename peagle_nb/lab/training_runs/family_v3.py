@@ -15,7 +15,9 @@ seven). Defaults: ``--rungs 1 3 10
 --n-sequences 327680 --time-budget-s 600`` (per head, shrunk to what the deadline leaves) ``--gen-batch`` 4096 on
 CUDA. How long the data and each rung take on an H200 is measured by the first run (its summary records
 ``data_seconds`` and every head's ``train_seconds`` and ``steps_run``): a rung that does not reach its step cap
-within the budget says so there.
+within the budget says so there. Each rung's pair runs on equal steps: two lockstep processes, each with its own
+teacher pass (``--pair-teacher separate``, the default and every recorded run), or one ``peagle-nb train pair``
+process that runs the teacher once per step for both (``--pair-teacher shared``, ``--teacher-tf32``; notebook 08).
 
 The self-distillation data is built ONCE from the v3 target: prompts from corpus v3's training split, continuations
 sampled at the temperature the heads are served at (``--sample-temperature``, default 1), ten times the tiny

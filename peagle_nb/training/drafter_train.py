@@ -36,7 +36,7 @@ from peagle_nb.training.lockstep import Lockstep
 from peagle_nb.training.runtime import device_name, log_line, resolve_device
 from peagle_nb.training.schedule import lr_at
 
-__all__ = ["DrafterTrainConfig", "train_drafter", "train_drafters"]
+__all__ = ["DrafterTrainConfig", "HeadRun", "train_drafter", "train_drafters"]
 
 
 def train_drafter(cfg: DrafterTrainConfig, loss_fn: Callable) -> dict:
@@ -62,8 +62,9 @@ def check_shared(cfgs: list[DrafterTrainConfig]) -> None:
         raise ValueError("--lockstep pairs two processes; heads trained together already run equal steps")
 
 
-class _HeadRun:
-    """One head's training state: the head, its optimiser and generator, its loss history."""
+class HeadRun:
+    """One head's training state: the head, its optimiser and generator, its loss history; ``step`` is one training
+    step on a batch the teacher made (``lab.benchmarks.head_train_step`` times the same step)."""
 
     def __init__(self, cfg: DrafterTrainConfig, loss_fn: Callable, head, label: str):
         self.cfg, self.loss_fn, self.head, self.label = cfg, loss_fn, head, label
@@ -120,7 +121,7 @@ def train_drafters(cfgs: list[DrafterTrainConfig], loss_fns: list[Callable]) -> 
                                       log_line)
     tokens = data.tokens.to(device)
     together = len(cfgs) > 1
-    runs = [_HeadRun(c, fn, make_head(c, target, tokenizer, data.draft_ids).to(device),
+    runs = [HeadRun(c, fn, make_head(c, target, tokenizer, data.draft_ids).to(device),
                      f"{c.kind}: " if together else "") for c, fn in zip(cfgs, loss_fns)]
     first = runs[0].head
     for run in runs[1:]:

@@ -149,41 +149,35 @@ def teacher_variants(target, tokens: torch.Tensor, draft_vocab_size: int, batch_
 
 def time_pair_steps(target, tokens: torch.Tensor, cfgs: dict[str, DrafterTrainConfig], steps: int, warmup: int,
                     device: torch.device, *, shared: bool, tf32: bool) -> list[float]:
-    """Milliseconds of ``steps`` steps of the ladder's pair (both heads, one step each; ``warmup`` more dropped).
-    ``shared=False`` is today's training: each head's process runs its own teacher on its batch (two lockstep
-    processes on one GPU take about the serial sum: notebook 08 checks it against the recorded rates);
-    ``shared=True`` runs the teacher once and feeds both heads the same batch. ``tf32`` lets fp32 matrix products
-    (the teacher's) use TF32, as ``torch.backends.cuda.matmul.allow_tf32`` does for a whole process."""
+    """Milliseconds of ``steps`` steps of the ladder's pair (both heads, one training step each, the trainer's own
+    ``drafter_train.HeadRun.step``; ``warmup`` more dropped). ``shared=False`` is today's training: each head's
+    process runs its own teacher on its batch (two lockstep processes on one GPU take about the serial sum: notebook
+    08 checks it against the recorded rates); ``shared=True`` runs the teacher once and feeds both heads the same
+    batch, as ``peagle-nb train pair`` does. ``tf32`` lets fp32 matrix products (the teacher's) use TF32."""
+    from peagle_nb.training.drafter_train import HeadRun
     from peagle_nb.training.eagle3 import ttt_loss
     from peagle_nb.training.peagle import cod_loss
 
     tokens = tokens.to(device)
-    heads = {k: make_pair_head(k, target, c.draft_vocab_size).to(device).train() for k, c in cfgs.items()}
-    teachers = {k: TargetTeacher(target, h.aux_layer_ids, h.target_to_draft_ids()) for k, h in heads.items()}
-    params = {k: [p for p in h.parameters() if p.requires_grad] for k, h in heads.items()}
-    opts = {k: torch.optim.AdamW(params[k], lr=cfgs[k].lr, betas=(0.9, 0.95)) for k in heads}
     losses = {"eagle3": ttt_loss, "peagle": cod_loss}
-    gen = torch.Generator().manual_seed(0)
-    first = next(iter(heads))
+    runs = {k: HeadRun(c, losses[k], make_pair_head(k, target, c.draft_vocab_size).to(device).train(), "")
+            for k, c in cfgs.items()}
+    teachers = {k: TargetTeacher(target, r.head.aux_layer_ids, r.head.target_to_draft_ids()) for k, r in runs.items()}
+    first = next(iter(runs))
 
-    def pair_step(x: torch.Tensor) -> None:
+    def pair_step(x: torch.Tensor, step: int) -> None:
         batch = teachers[first](x) if shared else None
-        for k, head in heads.items():
-            b = batch if shared else teachers[k](x)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                loss = losses[k](head, b, cfgs[k], gen)[0]
-            opts[k].zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params[k], cfgs[k].grad_clip)
-            opts[k].step()
+        for k, run in runs.items():
+            run.step(batch if shared else teachers[k](x), step, step / cfgs[k].steps, device, 0.0)
 
     before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
         ms = []
-        for _ in range(warmup + steps):
+        gen = runs[first].gen
+        for step in range(warmup + steps):
             idx = torch.randint(0, tokens.shape[0], (cfgs[first].batch_size,), generator=gen)
-            ms.append(round(_timed(lambda: pair_step(tokens[idx.to(device)]), device)[1], 3))
+            ms.append(round(_timed(lambda: pair_step(tokens[idx.to(device)], step), device)[1], 3))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
     return ms[warmup:]

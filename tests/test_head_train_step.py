@@ -14,7 +14,7 @@ def record(tmp_path_factory):
     out = tmp_path_factory.mktemp("hts") / "steps.json"
     assert hts.main(["--device", "cpu", "--target-config", "data/models/tiny-target/config.json", "--seq-lens", "12,20",
                      "--batch-size", "2", "--draft-vocab-size", "64", "--steps", "3", "--warmup", "1",
-                     "--out", str(out)]) == 0
+                     "--pair-rounds", "2", "--out", str(out)]) == 0
     return read_results(out)
 
 
@@ -52,12 +52,22 @@ def test_summary_medians_and_shares(record):
 def test_the_pair_step_is_timed_with_separate_and_shared_teachers(record):
     pair = [r for r in record["runs"] if r["measures"] == "pair step"]
     assert [r["seq_len"] for r in pair] == [12, 20]
-    assert [(v["teacher"], v["tf32"]) for v in pair[0]["variants"]] == list(hts.PAIR_VARIANTS)
-    assert all(len(v["ms"]) == 3 and all(t > 0 for t in v["ms"]) for v in pair[0]["variants"])
+    # on a CPU TF32 does not exist: fp32 only, each variant in 2 interleaved rounds of 3 steps
+    assert [(v["teacher"], v["tf32"]) for v in pair[0]["variants"]] == [("separate", False), ("shared", False)]
+    assert hts.pair_variants(hts.torch.device("cuda")) == hts.PAIR_VARIANTS
+    for v in pair[0]["variants"]:
+        assert len(v["ms"]) == 6 and all(t > 0 for t in v["ms"]) and len(v["round_medians_ms"]) == 2
+        assert v["round_medians_ms"][0] == sorted(v["ms"][:3])[1]
     rows = [r for r in hts.summarize(record) if r["method"].startswith("pair") and r["seq_len"] == 12]
     assert rows[0]["method"] == "pair, separate teacher, fp32" and rows[0]["speedup"] == 1.0
     assert all(r["step_p10_ms"] <= r["step_ms"] <= r["step_p90_ms"] for r in rows)
-    assert rows[2]["pair_steps_per_s"] == pytest.approx(1000.0 / rows[2]["step_ms"])
+    assert rows[1]["speedup_min"] <= rows[1]["speedup"] <= rows[1]["speedup_max"] and rows[1]["rounds"] == 2
+    assert rows[1]["pair_steps_per_s"] == pytest.approx(1000.0 / rows[1]["step_ms"])
+    cost = hts.pair_costs(record, {})[0]
+    v = pair[0]["variants"]
+    paired = [b / s for b, s in zip(v[0]["round_medians_ms"], v[1]["round_medians_ms"])]
+    assert cost["one teacher: speed-up (measured, min)"] == min(paired) and cost["rounds measured"] == 2
+    assert cost["one TF32 teacher: speed-up (measured)"] is None  # not timed on a CPU
 
 
 def test_a_shared_teacher_runs_the_target_once_per_pair_step(monkeypatch):

@@ -16,7 +16,8 @@ The target is the v3 architecture with random weights: a step's time depends on 
 hold (the COD layout is drawn from the same generator either way). Two variants of the teacher are timed beside
 the training's own (fp32): TF32 matrix products, and bf16 autocast; each records how far its features and soft
 labels move from fp32 (largest absolute difference), the price of taking it. Last, the ladder's pair step (both
-heads) as trained today (each head's own teacher) and as it could be (one teacher for both, TF32 or not).
+heads) as trained today (each head's own teacher) and as it could be (one teacher for both, TF32 or not on CUDA),
+the variants interleaved over ``--pair-rounds`` rounds: each round gives one paired speed-up.
 """
 
 from __future__ import annotations
@@ -186,6 +187,32 @@ def time_pair_steps(target, tokens: torch.Tensor, cfgs: dict[str, DrafterTrainCo
 PAIR_VARIANTS = (("separate", False), ("separate", True), ("shared", False), ("shared", True))  # (teacher, tf32)
 
 
+def pair_variants(device: torch.device) -> tuple[tuple[str, bool], ...]:
+    """The pair's variants worth timing here: TF32 exists on CUDA only (on a CPU it would time fp32 twice)."""
+    return PAIR_VARIANTS if device.type == "cuda" else tuple(v for v in PAIR_VARIANTS if not v[1])
+
+
+def time_pair_rounds(target, tokens: torch.Tensor, cfgs: dict[str, DrafterTrainConfig], steps: int, warmup: int,
+                     device: torch.device, rounds: int) -> list[dict]:
+    """Each variant of ``pair_variants`` timed in ``rounds`` rounds, interleaved (round r starts at variant r, so
+    none always runs first, when a machine is coldest): a machine's drift moves every variant of a round alike,
+    and each round gives one paired ratio. Per variant: every step's ms and each round's median."""
+    variants = pair_variants(device)
+    out = [{"teacher": t, "tf32": tf32, "ms": [], "round_medians_ms": []} for t, tf32 in variants]
+    for r in range(rounds):
+        for i in [(r + j) % len(variants) for j in range(len(variants))]:
+            ms = time_pair_steps(target, tokens, cfgs, steps, warmup, device, shared=variants[i][0] == "shared",
+                                 tf32=variants[i][1])
+            out[i]["ms"] += ms
+            out[i]["round_medians_ms"].append(_pct(ms, 0.5))
+    return out
+
+
+def pair_speedups(variant: dict, base: dict) -> list[float]:
+    """Per round: the base variant's median step over this variant's (paired within the round)."""
+    return [b / v for b, v in zip(base["round_medians_ms"], variant["round_medians_ms"])]
+
+
 def _pct(values: list[float], q: float) -> float:
     v = sorted(values)
     return v[min(len(v) - 1, int(q * len(v)))]
@@ -207,13 +234,14 @@ def summarize(doc: dict) -> list[dict]:
                          "peak_memory_gib": run["peak_memory_gib"],
                          "top_op": run["profile"]["top_ops"][0]["op"] if run["profile"]["top_ops"] else None})
         elif run.get("measures") == "pair step":
-            base = _pct(run["variants"][0]["ms"], 0.5)
             for v in run["variants"]:
                 med = _pct(v["ms"], 0.5)
+                ratios = pair_speedups(v, run["variants"][0])
                 rows.append({"seq_len": run["seq_len"], "method": f"pair, {v['teacher']} teacher"
                              + (", TF32" if v["tf32"] else ", fp32"),
                              "step_p10_ms": _pct(v["ms"], 0.1), "step_ms": med, "step_p90_ms": _pct(v["ms"], 0.9),
-                             "pair_steps_per_s": 1000.0 / med, "speedup": base / med})
+                             "pair_steps_per_s": 1000.0 / med, "speedup": _pct(ratios, 0.5),
+                             "speedup_min": min(ratios), "speedup_max": max(ratios), "rounds": len(ratios)})
         elif run.get("measures") == "teacher variants":
             base = _pct(run["variants"][0]["ms"], 0.5)
             for v in run["variants"]:
@@ -230,16 +258,15 @@ def pair_costs(doc: dict, lockstep_steps_per_s: dict[int, float]) -> list[dict]:
     at that length (``lockstep_steps_per_s``, from the heads records); then what one teacher for both heads would
     save, and one TF32 teacher, estimated from the measured phases (a step less one fp32 teacher call, or less both
     plus one TF32 call) and scaled to the recorded rate. Where the record timed the pair itself (``pair step``),
-    the measured speed-up stands beside each estimate."""
+    the measured speed-up stands beside each estimate: the median of the rounds' paired ratios, and their range."""
     med = {(r["seq_len"], r["method"]): {p: _pct(r["ms"][p], 0.5) for p in PHASES}
            for r in doc["runs"] if r.get("measures") == "training step"}
     tf32 = {r["seq_len"]: _pct(next(v for v in r["variants"] if v["variant"] == "tf32")["ms"], 0.5)
             for r in doc["runs"] if r.get("measures") == "teacher variants"}
-    measured = {}
+    measured = {}  # (seq_len, teacher, tf32) -> the per-round speed-ups over separate fp32 teachers
     for r in doc["runs"]:
         if r.get("measures") == "pair step":
-            base = _pct(r["variants"][0]["ms"], 0.5)
-            measured.update({(r["seq_len"], v["teacher"], v["tf32"]): base / _pct(v["ms"], 0.5)
+            measured.update({(r["seq_len"], v["teacher"], v["tf32"]): pair_speedups(v, r["variants"][0])
                              for v in r["variants"]})
     rows = []
     for seq_len in sorted({L for L, _ in med}):
@@ -254,8 +281,12 @@ def pair_costs(doc: dict, lockstep_steps_per_s: dict[int, float]) -> list[dict]:
                "teacher share": sum(h["teacher"] for h in heads) / serial,
                "one teacher: speed-up (estimate)": serial / one_teacher,
                "one TF32 teacher: speed-up (estimate)": serial / one_tf32,
-               "one teacher: speed-up (measured)": measured.get((seq_len, "shared", False)),
-               "one TF32 teacher: speed-up (measured)": measured.get((seq_len, "shared", True))}
+               "rounds measured": len(measured.get((seq_len, "shared", False), []))}
+        for name, tf32_on in (("one teacher", False), ("one TF32 teacher", True)):
+            got = measured.get((seq_len, "shared", tf32_on))
+            row[f"{name}: speed-up (measured)"] = _pct(got, 0.5) if got else None
+            row[f"{name}: speed-up (measured, min)"] = min(got) if got else None
+            row[f"{name}: speed-up (measured, max)"] = max(got) if got else None
         row["one TF32 teacher: steps/s (estimate)"] = None if rate is None else rate * serial / one_tf32
         rows.append(row)
     return rows
@@ -274,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--draft-vocab-size", type=int, default=4096)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--pair-rounds", type=int, default=3, help="interleaved rounds of the pair's variants")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     device = torch.device(args.device)
@@ -304,14 +336,14 @@ def main(argv: list[str] | None = None) -> int:
         cfgs = {kind: DrafterTrainConfig(kind=kind, out=Path("unused"), k=spec["k"], batch_size=args.batch_size,
                                          draft_vocab_size=args.draft_vocab_size, seq_len=seq_len)
                 for kind, spec in HEADS.items()}
-        pair = []
-        for teacher, tf32 in PAIR_VARIANTS:
-            ms = time_pair_steps(target, tokens, cfgs, args.steps, args.warmup, device, shared=teacher == "shared",
-                                 tf32=tf32)
-            pair.append({"teacher": teacher, "tf32": tf32, "ms": ms})
-            print(f"L={seq_len} pair, {teacher} teacher{', TF32' if tf32 else ''}: median "
-                  f"{sorted(ms)[len(ms) // 2]:.1f} ms", flush=True)
-        runs.append({"seq_len": seq_len, "measures": "pair step", "batch_size": args.batch_size, "variants": pair})
+        pair = time_pair_rounds(target, tokens, cfgs, args.steps, args.warmup, device, args.pair_rounds)
+        for v in pair:
+            ratios = pair_speedups(v, pair[0])
+            print(f"L={seq_len} pair, {v['teacher']} teacher{', TF32' if v['tf32'] else ''}: median "
+                  f"{_pct(v['ms'], 0.5):.1f} ms; x{_pct(ratios, 0.5):.3f} [{min(ratios):.3f}-{max(ratios):.3f}] "
+                  f"over {len(ratios)} rounds", flush=True)
+        runs.append({"seq_len": seq_len, "measures": "pair step", "batch_size": args.batch_size,
+                     "rounds": args.pair_rounds, "variants": pair})
     doc = make_results("engine", runs, model={"target_config": str(args.target_config),
                                                        "weights": "random (seed 0): shapes decide the time"},
                        notes=f"{args.steps} timed steps after {args.warmup} warm-up steps per head")

@@ -133,5 +133,6 @@ def test_with_a_shared_teacher_each_rungs_pair_is_one_process_and_the_ablations_
     assert "--lockstep" not in shlex.split(args[args.index("--peagle") + 1])
     summary = json.loads((out / "family_heads.json").read_text())
     assert summary["pair_teacher"] == "shared" and summary["teacher_tf32"] is True
+    assert summary["head_time_budget_s"] <= 600 - 25 - 2 * 90  # time kept for both heads' evaluations, in series
     assert summary["exit_codes"]["v3-eagle3-r3"] == summary["exit_codes"]["v3-peagle-r3"] == 3  # the pair's code
     assert summary["logs"]["v3-peagle-r3"] == "v3-pair-r3.log" and code == 1

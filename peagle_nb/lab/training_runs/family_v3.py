@@ -194,7 +194,9 @@ def heads_command(args: argparse.Namespace) -> int:
             raise SystemExit("building the drafter data failed: see the data.log section of the heads' log")
         summary["data_seconds"] = round(clock.elapsed(), 1)
         summary["data"] = _data_info(cache)
-        budget = min(args.time_budget_s, clock.left() - args.reserve_s - args.eval_reserve_s)
+        # one `train pair` process measures its two heads one after the other: keep time for both evaluations
+        evals = len(PAIR) if args.pair_teacher == "shared" else 1
+        budget = min(args.time_budget_s, clock.left() - args.reserve_s - evals * args.eval_reserve_s)
         if budget < 1:
             raise SystemExit(f"no time left for the heads after the data ({clock.elapsed():.0f} s of "
                              f"{args.deadline_s:.0f}). Fix: a larger --deadline-s or fewer --n-sequences")
@@ -369,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pair-teacher", choices=["separate", "shared"], default="separate",
                        help="each rung's pair as two lockstep processes, each with its own teacher pass (separate: "
                             "how every recorded pair was trained), or in one process that runs the teacher once per "
-                            "step for both (shared: `peagle-nb train pair`, about a third faster on an H100)")
+                            "step for both (shared: `peagle-nb train pair`; a third faster on an H100 as estimated "
+                            "from its phases, not yet measured in training; its two evaluations run in series)")
         p.add_argument("--teacher-tf32", action="store_true",
                        help="the teacher's fp32 products in TF32 on CUDA (off in every recorded run)")
         p.add_argument("--seed", type=int, default=0)

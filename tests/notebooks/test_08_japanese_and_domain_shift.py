@@ -417,22 +417,33 @@ def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hol
         got = rec[f"family_v3.train_step.recorded_over_serial_sum.L{L}"]
         assert got == pytest.approx(r["recorded / serial-sum"], abs=1e-4)
         assert 0.85 < got < 1  # "a little under the serial sum's rate": the sum is the model of today's cost
-    at = costs[256]
-    assert rec["family_v3.train_step.one_teacher_speedup_estimate.L256"] == pytest.approx(
-        at["one teacher: speed-up (estimate)"], abs=1e-4)
-    assert rec["family_v3.train_step.one_tf32_teacher_speedup_estimate.L256"] == pytest.approx(
-        at["one TF32 teacher: speed-up (estimate)"], abs=1e-4)
-    assert at["one TF32 teacher: speed-up (estimate)"] > at["one teacher: speed-up (estimate)"] > 1.25
+    for L, r in costs.items():  # "each estimate lands within a few percent of the measured median at both lengths"
+        for name, key in (("one teacher", "one_teacher"), ("one TF32 teacher", "one_tf32_teacher")):
+            got = rec[f"family_v3.train_step.{key}_speedup.L{L}"]
+            assert got == pytest.approx([r[f"{name}: speed-up ({w})"] for w in
+                                         ("estimate", "measured", "measured, min", "measured, max")], abs=1e-4)
+            est, med, lo, hi = got
+            assert abs(est / med - 1) < 0.07 and lo <= med <= hi and lo > 1 and r["rounds measured"] >= 3
+    # "the 256-position rounds spread widely ...; the 512-position rounds agree to a percent"
+    spread = {L: r["one TF32 teacher: speed-up (measured, max)"] / r["one TF32 teacher: speed-up (measured, min)"]
+              for L, r in costs.items()}
+    assert spread[512] < 1.01 and spread[256] > 1.2
     # "whose soft labels stay within a few thousandths of fp32's"
     tf32 = [v for r in doc["runs"] if r["measures"] == "teacher variants" for v in r["variants"]
             if v["variant"] == "tf32"]
     assert all(v["features_max_abs_diff"] < 0.01 for v in tf32)
     assert rec["family_v3.train_step.tf32_teacher_argmax_agreement_min"] == pytest.approx(
         min(v["argmax_agreement"] for v in tf32), abs=1e-4)
-    # "within one session's device time": rung 30's training under the 1,800 s of a session
-    r30 = 9000 / at["one TF32 teacher: steps/s (estimate)"]
-    assert rec["family_v3.train_step.rung30_seconds_estimate_h100"] == pytest.approx(r30, abs=1)
-    assert r30 < 1800 * 0.7
+    # "in training ... beats the recorded lockstep pair's by more than the benchmark's median predicts", and rung 30's
+    # training "fits in one session's device time beside its data" (1,800 s; the data took ~160 s)
+    pe20 = json.loads((folder / "heads_h100_r20" / "family_heads.json").read_text())["heads"]["v3-peagle-r20"]
+    rate20 = pe20["steps_run"] / pe20["train_seconds"]
+    assert rec["family_v3.train_step.r20_pair_steps_per_s"] == pytest.approx(rate20, abs=1e-3)
+    assert rec["family_v3.train_step.r20_over_recorded_lockstep"] == pytest.approx(rate20 / rates[256], abs=1e-4)
+    at = costs[256]
+    assert rate20 / rates[256] > at["one TF32 teacher: speed-up (measured)"] / at["recorded / serial-sum"]
+    assert rec["family_v3.train_step.rung30_seconds_at_r20_rate"] == pytest.approx(9000 / rate20, abs=1)
+    assert 9000 / rate20 + 160 < 1800 * 0.7
     # the estimate's check on this CPU, where the pair step was measured too: "falls inside the range"
     cpu = hts.pair_costs(read_results(folder / "head_train_step_cpu.json"), {})[0]
     got = [cpu[f"one teacher: speed-up ({w})"] for w in ("estimate", "measured", "measured, min", "measured, max")]
@@ -441,7 +452,7 @@ def test_where_a_training_step_goes_is_printed_from_its_record_and_its_words_hol
     assert lo <= est <= hi and lo <= med <= hi and lo > 1 and cpu["rounds measured"] >= 3
     cell = next(c for c in json.loads((executed_dir / NOTEBOOK).read_text())["cells"] if c.get("id") == "c35-cost-code")
     printed = "".join("".join(o.get("text", "")) for o in cell["outputs"] if o.get("name") == "stdout")
-    assert printed.strip().splitlines()[-1].startswith("the estimate checked")  # the words: "(the last line)"
+    assert printed.strip().splitlines()[-1].startswith("the estimate checked on this CPU")  # the words: "the last line"
 
 
 def test_the_heads_data_loops_more_than_the_eight_prompt_table_said():
@@ -970,3 +981,52 @@ def test_the_retrained_pair_over_eight_prompts_and_at_t1_and_its_words_hold(rec,
     assert abs(ja["eagle3_tau"] - ja["measured_eagle3_tau"]) > 0.2
     text = summary_text(executed_dir)
     assert "- Served again with 8 prompts per set" in text and "ties: T=0.7 code" in text
+
+
+def test_the_rung_20_pair_its_ladder_and_why_and_its_words_hold(rec, executed_dir):
+    from peagle_nb.compare import heads_v3
+
+    folder = paths.results_dir() / "family_v3"
+    engine = read_results(folder / "engine_h100_v3_r20.json.gz")
+    assert rec["family_v3.r20.swept_the_trained_heads"] is True and rec["family_v3.r20.target_is_the_rerun"] is True
+    assert rec["family_v3.r20.pair_steps"] == [6000, 6000]  # equal steps, "twice rung 10's step cap"
+    assert rec["family_v3.r20.pair_teacher"] == ["shared", True]
+    table = heads_v3.regime_table(engine)
+    assert {(r["temperature"], r["tokens"]) for r in table} == {(0.0, 256), (0.7, 256), (1.0, 256), (0.0, 512)}
+    for r in table:
+        key = f"T{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
+        assert rec[f"family_v3.r20.p_over_e_tpot.{key}"] == pytest.approx(
+            [r["p_over_e_tpot"], r["p_over_e_tpot_min"], r["p_over_e_tpot_max"]], abs=1e-4)
+        assert rec[f"family_v3.r20.sweeps.{key}"] == 3
+        assert rec[f"family_v3.r20.verdict.{key}"] == r["tpot_verdict"] == "eagle3 faster"  # "faster per output token"
+        assert (r["e2e_verdict"] == "tie") == (key == "T0.7.n256.prose")  # "end to end too, but for one tie"
+    n512 = [r["p_over_e_tpot"] for r in table if r["tokens"] == 512]
+    assert max(n512) < min(r["p_over_e_tpot"] for r in table if r["tokens"] == 256)  # "over 512 ... widest"
+    slow = [(r["temperature"], r["prompt_set"]) for r in table
+            if min(r["eagle3_tpot_speedup"], r["peagle_tpot_speedup"]) < heads_v3.PLAIN_SPEEDUP_GOAL]
+    assert slow == [(1.0, "prose")]  # "clear the issue's bar over plain decoding on every set but prose at T=1"
+    assert not any(v for k, v in rec.items() if k.startswith("family_v3.r20.speed_goal_met."))
+    # the ladder, greedy over 256 tokens: "Japanese came closer, code stayed a few percent behind, prose fell back"
+    lad = {ps: [rec[f"family_v3.r20.ladder_t0.{ps}.r{n}"] for n in (3, 10, 20)] for ps in ("prose", "code", "ja")}
+    assert lad["ja"][2] > lad["ja"][1] and lad["prose"][2] < lad["prose"][1] - 0.05
+    assert 0.93 < lad["code"][2] < 1 and abs(lad["code"][2] - lad["code"][1]) < 0.03
+    assert all(v < 1 for r in lad.values() for v in r)  # "no rung has P-EAGLE ahead" (TPOT)
+    # why: "saves a little over a tenth of EAGLE-3's step at K=7 ... needs tau within a few percent ... greedy it is
+    # a seventh to a quarter below"; "the best K is 7 for both"
+    why = [r for r in heads_v3.why_rows(engine) if r["temperature"] == 0 and r["tokens"] == 256]
+    for r in why:
+        got = rec[f"family_v3.r20.why.T0.n256.{r['prompt_set']}"]
+        assert got == pytest.approx([r["acceptance_factor"], r["step_factor"]], abs=1e-4)
+        assert 1.1 < r["step_factor"] < 1.2 and 0.95 < heads_v3.SPEED_RATIO_GOAL / r["step_factor"] < 1
+        assert 1 / 7 - 0.01 < 1 - r["acceptance_factor"] < 0.25 and r["predicted_k"] == {"eagle3": 7, "peagle": 7}
+    # conditional: "served greedily ... clears the goal at depths 2-4 on every set, as in its own held-out evaluation;
+    # at the heads' temperature it stays under it on every set (code comes closest)"
+    sets = ("prose", "code", "ja")
+    assert all(rec[f"family_v3.r20.served.weakest_2_4.T0.{ps}"] >= heads_v3.CONDITIONAL_GOAL for ps in sets)
+    assert all(rec[f"family_v3.r20.heldout.peagle_weakest_2_4.{ps}"] >= heads_v3.CONDITIONAL_GOAL for ps in sets)
+    t07 = {ps: rec[f"family_v3.r20.served.weakest_2_4.T0.7.{ps}"] for ps in sets}
+    assert max(t07.values()) < heads_v3.CONDITIONAL_GOAL and max(t07, key=t07.get) == "code"
+    text = summary_text(executed_dir)
+    ratios = [r["p_over_e_tpot"] for r in table]
+    assert f"{min(ratios):.2f}-{max(ratios):.2f}x EAGLE-3 per output token over every measured point" in text
+    assert "acceptance, not cost, decides" in text

@@ -371,10 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pair-teacher", choices=["separate", "shared"], default="separate",
                        help="each rung's pair as two lockstep processes, each with its own teacher pass (separate: "
                             "how every recorded pair was trained), or in one process that runs the teacher once per "
-                            "step for both (shared: `peagle-nb train pair`; a third faster on an H100 as estimated "
-                            "from its phases, not yet measured in training; its two evaluations run in series)")
+                            "step for both (shared: `peagle-nb train pair`; the rung-20 pair trained that way with "
+                            "--teacher-tf32 at 1.75x the recorded lockstep rate on an H100, heads_h100_r20/; its two "
+                            "evaluations run in series)")
         p.add_argument("--teacher-tf32", action="store_true",
-                       help="the teacher's fp32 products in TF32 on CUDA (off in every recorded run)")
+                       help="the teacher's fp32 products in TF32 on CUDA (on only in the rung-20 pair's run)")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--prompts", type=Path, default=None,
                        help="the heads' prompts drawn beforehand (`prompts`): no corpus needed for the heads")

@@ -52,19 +52,18 @@
 # (engine_h100_v3_s512e_p8.json.gz): T=1 281 s (the 260-s SWEEP_BUDGET_S stopped its third sweep; 3 sweeps took
 # 336 s with SWEEP_BUDGET_S=450), T=0.7 261 s; greedy with KS=7 alone 124 s. Every prompt is sampled with a fixed
 # seed (1000 x sweep + its index), so its runs repeat across leases step for step.
-# RUNG (default 3) is the pair's rung of the budget ladder: RUNG x 300 steps for each head, in lockstep. A rung above
-# 10 is the open question of notebook 08 (the ladder's lines do not say where P-EAGLE catches up): at the rung-10
-# pair's 6.5 steps/s on an H200 (5.6 on an H100 at 256 positions) rung 20 should train ~930-1,070 s, so one
-# session's device time should hold RUNG=20 HEADS_BUDGET_S=1100 HEADS_DEADLINE_S=1400 TEMPS="0 0.7" LENGTHS=256
-# KS=3,5,7 with a carried target and prompts file (estimated from those rates, not yet run), and rung 30 (~1,390 s
-# on an H200) does not fit beside its data and sweeps.
+# RUNG (default 3) is the pair's rung of the budget ladder: RUNG x 300 steps for each head, in lockstep.
 # PAIR_TEACHER=shared trains the pair in one process that runs the teacher once per step for both heads (`peagle-nb
-# train pair`; default separate: two lockstep processes, as every recorded pair), and TEACHER_TF32=1 runs the
-# teacher's products in TF32. The teacher is half of each head's step on an H100 (family_v3/head_train_step_h100.json):
-# from those phases the two together should make the pair's step 1.46x shorter at 256 positions (an estimate, not
-# yet measured in training; `lab.benchmarks.head_train_step` times the pair both ways), rung 20 then ~730 s and
-# rung 30 ~1,100 s on an H100: TEMPS=none trains without sweeping (e.g. RUNG=30 PAIR_TEACHER=shared TEACHER_TF32=1
-# HEADS_BUDGET_S=1250 HEADS_DEADLINE_S=1550 TEMPS=none, target and prompts carried), HEADS_DIR's sweeps in the next.
+# train pair`; default separate: two lockstep processes, as every pair up to rung 10), and TEACHER_TF32=1 runs the
+# teacher's products in TF32 (the teacher is half of each head's step: family_v3/head_train_step_h100.json). The
+# rung-20 pair ran that way on an H100 (family_v3/heads_h100_r20/, engine_h100_v3_r20.json.gz; the lease held the
+# machine 1,625 s in six calls, head_train_step_h100.json's run among them): TARGET_DIR=/tmp/models/v3-target-h100b PROMPTS=/tmp/prompts_v3.pt.gz RUNG=20
+# PAIR_TEACHER=shared TEACHER_TF32=1 HEADS_BUDGET_S=900 HEADS_DEADLINE_S=1300 TEMPS=0 LENGTHS=256 KS=3,5,7 LIMIT=8
+# SWEEP_BUDGET_S=240: data 160 s, 6,000 steps in 611 s (9.8 pair steps/s, 1.75x the lockstep pairs' 5.6), both
+# evaluations, greedy sweep 99 s; T=0.7, T=1 and greedy-over-512 sweeps followed in later calls of the same lease
+# (engine_sweep by hand: data/results/README.md). At that rate rung 30 trains ~920 s: RUNG=30 HEADS_BUDGET_S=1000
+# HEADS_DEADLINE_S=1400 TEMPS=none fits a session (not yet run); TEMPS=none trains without sweeping, HEADS_DIR's
+# sweeps in the next session.
 # The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
 # weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).

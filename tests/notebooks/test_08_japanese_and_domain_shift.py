@@ -1024,6 +1024,13 @@ def test_the_rung_20_pair_its_ladder_and_why_and_its_words_hold(rec, executed_di
     sets = ("prose", "code", "ja")
     assert all(rec[f"family_v3.r20.served.weakest_2_4.T0.{ps}"] >= heads_v3.CONDITIONAL_GOAL for ps in sets)
     assert all(rec[f"family_v3.r20.heldout.peagle_weakest_2_4.{ps}"] >= heads_v3.CONDITIONAL_GOAL for ps in sets)
+    # "at depth 1 ... the two heads accept alike greedily (P-EAGLE as often or more on every set); from depth 2 ...
+    # EAGLE-3 accepts more on every set"
+    served = {(r["prompt_set"], r["method"]): r for r in heads_v3.served_conditional_rows(engine)
+              if r["temperature"] == 0}
+    for ps in sets:
+        pe, e3 = served[(ps, "peagle")], served[(ps, "eagle3")]
+        assert pe["depth 1"] >= e3["depth 1"] - 1e-9 and pe["depth 2"] < e3["depth 2"]
     t07 = {ps: rec[f"family_v3.r20.served.weakest_2_4.T0.7.{ps}"] for ps in sets}
     assert max(t07.values()) < heads_v3.CONDITIONAL_GOAL and max(t07, key=t07.get) == "code"
     text = summary_text(executed_dir)

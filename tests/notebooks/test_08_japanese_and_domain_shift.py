@@ -1044,3 +1044,54 @@ def test_the_rung_20_pair_its_ladder_and_why_and_its_words_hold(rec, executed_di
     ratios = [r["p_over_e_tpot"] for r in table]
     assert f"{min(ratios):.2f}-{max(ratios):.2f}x EAGLE-3 per output token over every measured point" in text
     assert "acceptance, not cost, decides" in text
+    # the ladder's words: "no rung has P-EAGLE ahead per output token (rung 10's end-to-end lead on greedy prose ...)"
+    r10 = read_results(folder / "engine_h200_v3_r10.json.gz")
+    e2e_leads = [(r["temperature"], r["prompt_set"]) for doc in (engine, r10) for r in heads_v3.regime_table(doc)
+                 if r["tokens"] == 256 and r["e2e_verdict"] == "peagle faster"]
+    assert e2e_leads == [(0.0, "prose")]
+    assert all(r["tpot_verdict"] != "peagle faster" for r in heads_v3.regime_table(r10))
+
+
+def test_a_deeper_k_is_forecast_from_the_rung_20_record_and_its_words_hold(rec, executed_dir):
+    from peagle_nb.compare import deep_k, heads_v3
+
+    engine = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_r20.json.gz")
+    check = deep_k.check_rows(engine, fit_max_k=5)
+    tau_err = [r["tau_error"] for r in check]
+    tpot_err = [r["tpot_error"] for r in check]
+    assert rec["family_v3.deep_k.check_k5_to_k7.tau_error"] == pytest.approx([min(tau_err), max(tau_err)], abs=1e-4)
+    assert rec["family_v3.deep_k.check_k5_to_k7.tpot_error"] == pytest.approx([min(tpot_err), max(tpot_err)], abs=1e-4)
+    assert max(abs(e) for e in tau_err + tpot_err) < 0.11  # "within about a tenth on tau and on time per output token"
+    rows = deep_k.deep_k_rows(engine)
+    for r in rows:
+        key = f"T{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
+        assert rec[f"family_v3.deep_k.ratio.{key}"] == pytest.approx([r["swept_ratio"], r["deep_ratio"]], abs=1e-4)
+        assert rec[f"family_v3.deep_k.best_k.{key}"] == [r["deep_eagle3_best_k"], r["deep_peagle_best_k"]]
+        assert r["deep_ratio"] < 1  # "At no point does P-EAGLE reach EAGLE-3 at K <= 16"
+        if r["temperature"] > 0:  # "Sampled, the best K stays between 3 and 11 and the ratio moves by less than 0.01"
+            assert abs(r["deep_ratio"] - r["swept_ratio"]) < 0.01
+            assert all(3 <= r[f"deep_{m}_best_k"] <= 11 for m in ("eagle3", "peagle"))
+    # "EAGLE-3's tail conditional rate is the higher at every point but one", the one a near tie
+    lower = [r for r in rows if r["eagle3_tail_alpha"] <= r["peagle_tail_alpha"]]
+    assert [(r["temperature"], r["tokens"], r["prompt_set"]) for r in lower] == [(0.0, 512, "code")]
+    assert lower[0]["peagle_tail_alpha"] - lower[0]["eagle3_tail_alpha"] < 0.01
+    greedy = {r["prompt_set"]: r for r in rows if r["temperature"] == 0 and r["tokens"] == 256}
+    for r in greedy.values():  # "both heads' best K moves past 7, and EAGLE-3 gains more from it"
+        assert r["eagle3_tail_alpha"] > r["peagle_tail_alpha"]
+        assert min(r["deep_eagle3_best_k"], r["deep_peagle_best_k"]) > 7
+        assert r["deep_eagle3_tau"] - r["swept_eagle3_tau"] > r["deep_peagle_tau"] - r["swept_peagle_tau"]
+    assert greedy["ja"]["deep_ratio"] < greedy["ja"]["swept_ratio"] - 0.05  # "greedy, it widens the gap"
+    assert greedy["prose"]["deep_ratio"] < greedy["prose"]["swept_ratio"] - 0.05
+    # "a verification over twenty times longer" than one EAGLE-3 pass
+    assert 20 < rec["family_v3.deep_k.verify_over_eagle3_pass"] < 30
+    # "Only greedy code comes within reach, with a tail several points above its own ... On Japanese and prose, and at
+    # every sampled point, no tail is enough"
+    code = greedy["code"]
+    assert rec["family_v3.deep_k.tail_needed.T0.n256.code"] == pytest.approx(code["peagle_tail_needed"], abs=1e-4)
+    assert 0.04 < code["peagle_tail_needed"] - code["peagle_tail_alpha"] < 0.1
+    assert all(r["peagle_tail_needed"] is None for r in rows if r is not code)
+    assert heads_v3.SPEED_RATIO_GOAL == 1.10
+    ratios = [r["deep_ratio"] for r in rows]
+    higher = len(rows) - len(lower)
+    assert (f"P-EAGLE reaches {min(ratios):.2f}-{max(ratios):.2f}x EAGLE-3; EAGLE-3's tail conditional rate is the "
+            f"higher at {higher} of {len(rows)} points" in summary_text(executed_dir))

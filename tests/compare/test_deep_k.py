@@ -1,0 +1,74 @@
+"""The deep-K forecast (peagle_nb.compare.deep_k): exact on runs made from a known model, checked on points it was not
+fitted to, and what it says about the recorded rung-20 pair (notebook 08's deep-K section)."""
+
+import pytest
+
+from peagle_nb.compare import deep_k
+from peagle_nb.compare.acceptance import AcceptanceCurve, geometric_rates
+from peagle_nb.files import paths
+from peagle_nb.files.results import read_results
+from tests.compare import synthetic
+
+FLAT = {"eagle3": AcceptanceCurve(tuple(geometric_rates(0.80, 16)), 0.80, "eagle3"),
+        "peagle": AcceptanceCurve(tuple(geometric_rates(0.70, 16)), 0.70, "peagle")}
+
+
+def _doc(ks=(1, 3, 5, 7, 10, 12), curves=FLAT, **kw) -> dict:
+    return {"regimes": [{"temperature": 0.0, "max_new_tokens": 256,
+                         "runs": synthetic.runs(ks=ks, curves=curves, **kw)}]}
+
+
+def test_forecast_is_exact_on_runs_from_a_known_model():
+    runs = _doc(ks=(1, 3, 5, 7))["regimes"][0]["runs"]
+    fit = deep_k.fit_point(runs)
+    t = synthetic.TRUTH
+    for m in ("eagle3", "peagle"):
+        for k in (2, 7, 12, 16):
+            f = deep_k.forecast(fit, m, k)
+            assert f["tau"] == pytest.approx(FLAT[m].tau(k), rel=1e-9)
+            assert f["step_ms"] == pytest.approx(t.step_ms(m, k), rel=1e-6)
+            assert f["tpot_ms"] == pytest.approx(t.step_ms(m, k) / FLAT[m].tau(k), rel=1e-6)
+
+
+def test_check_rows_sets_the_forecast_beside_runs_it_was_not_fitted_to():
+    rows = deep_k.check_rows(_doc(), fit_max_k=5)
+    assert {(r["method"], r["k"]) for r in rows} == {(m, k) for m in ("eagle3", "peagle") for k in (7, 10, 12)}
+    assert max(abs(r["tau_error"]) for r in rows) < 1e-9 and max(abs(r["tpot_error"]) for r in rows) < 1e-6
+    capped = deep_k.check_rows(_doc(), fit_max_k=5, max_k={"peagle": 8})
+    assert {r["k"] for r in capped if r["method"] == "peagle"} == {7}
+    noisy = deep_k.check_rows(_doc(noise=0.05, seed=3), fit_max_k=5)
+    assert 0 < max(abs(r["tau_error"]) for r in noisy) < 0.25  # noise moves it, it does not break it
+
+
+def test_deep_k_rows_and_the_tail_p_eagle_would_need():
+    row = deep_k.deep_k_rows(_doc(ks=(1, 3, 5, 7)))[0]
+    assert row["swept_max_k"] == 7 and row["eagle3_tail_alpha"] == pytest.approx(0.80)
+    for m in ("eagle3", "peagle"):  # the deep range holds the swept K: a method's best can only get faster
+        assert row[f"deep_{m}_tpot_ms"] <= row[f"swept_{m}_tpot_ms"] + 1e-12
+    fit = deep_k.fit_point(_doc(ks=(1, 2, 3))["regimes"][0]["runs"])  # measured to depth 3: the tail decides
+    rates = fit["peagle"]["curve"].rates
+    e3 = deep_k.best_k(fit, "eagle3", deep_k.DEEP_KS)["tpot_ms"]
+
+    def ratio(tail):
+        curve = AcceptanceCurve(rates, tail, "what-if", len(rates))
+        return e3 / deep_k.best_k(fit, "peagle", deep_k.DEEP_KS, curve)["tpot_ms"]
+
+    goal = (ratio(0.5) + ratio(0.95)) / 2
+    need = deep_k.tail_needed(fit, goal)
+    assert 0.5 < need < 0.95 and ratio(need) == pytest.approx(goal, rel=1e-6)  # the bisection lands on the goal
+    assert deep_k.tail_needed(fit, 100.0) is None  # a goal no tail reaches
+    assert row["peagle_tail_needed"] is None  # measured to depth 7, P-EAGLE's 0.7 per depth leaves too little to gain
+
+
+def test_rung_20_deeper_k_does_not_turn_the_verdict():
+    doc = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_r20.json.gz")
+    rows = deep_k.deep_k_rows(doc)
+    assert len(rows) == 12 and all(r["swept_max_k"] == 7 for r in rows)
+    assert max(r["deep_ratio"] for r in rows) < 1.0  # P-EAGLE behind EAGLE-3 at every point even past K=7
+    greedy = {r["prompt_set"]: r for r in rows if r["temperature"] == 0 and r["tokens"] == 256}
+    for r in greedy.values():  # greedy, both heads' best K runs past the swept 7, EAGLE-3's tail is the higher
+        assert r["deep_eagle3_best_k"] > 7 and r["eagle3_tail_alpha"] > r["peagle_tail_alpha"]
+    assert greedy["code"]["peagle_tail_needed"] > greedy["code"]["peagle_tail_alpha"] + 0.05
+    assert greedy["ja"]["peagle_tail_needed"] is None and greedy["prose"]["peagle_tail_needed"] is None
+    check = deep_k.check_rows(doc, fit_max_k=5)
+    assert len(check) == 24 and max(abs(r["tpot_error"]) for r in check) < 0.12

@@ -1095,3 +1095,31 @@ def test_a_deeper_k_is_forecast_from_the_rung_20_record_and_its_words_hold(rec, 
     higher = len(rows) - len(lower)
     assert (f"P-EAGLE reaches {min(ratios):.2f}-{max(ratios):.2f}x EAGLE-3; EAGLE-3's tail conditional rate is the "
             f"higher at {higher} of {len(rows)} points" in summary_text(executed_dir))
+
+
+def test_the_deep_k_forecast_is_checked_past_k7_on_the_tiny_familys_gpu_sweep(rec):
+    from peagle_nb.compare import deep_k
+    from peagle_nb.models.checksums import weights_sha256
+
+    doc = read_results(paths.results_dir() / "deep_k" / "engine_h100_tiny_deep_k.json.gz")
+    for m in ("target", "eagle3", "peagle"):  # measured with the shipped weights
+        assert doc["model"]["weights_sha256"][m] == weights_sha256(paths.models_dir() / f"tiny-{m}")
+    assert doc["model"]["heads"]["peagle"]["trained_k"] == 8
+    check = deep_k.check_rows(doc, fit_max_k=7, max_k={"peagle": 8})
+    e3 = [r for r in check if r["method"] == "eagle3"]
+    assert sorted({r["k"] for r in e3}) == [8, 10, 12, 16] and len(e3) == 24
+    assert {r["k"] for r in check if r["method"] == "peagle"} == {8}
+    for m in ("eagle3", "peagle"):
+        mine = [r for r in check if r["method"] == m]
+        assert rec[f"family_v3.deep_k.tiny_check.{m}.tau_error"] == pytest.approx(
+            [min(r["tau_error"] for r in mine), max(r["tau_error"] for r in mine)], abs=1e-4)
+    # "sets EAGLE-3's tau at K = 8-16 within a few percent, and its time per output token mostly slower than measured"
+    assert max(abs(r["tau_error"]) for r in e3) < 0.07
+    assert sum(r["tpot_error"] > 0 for r in e3) > 0.75 * len(e3) and min(r["tpot_error"] for r in e3) > -0.05
+    # "P-EAGLE's slots past the 8 it was trained for accepted nothing"
+    reached, beyond = rec["family_v3.deep_k.tiny_peagle_past_trained"]
+    assert reached > 0 and beyond == 0
+    # "neither head's best K lies past P-EAGLE's trained depth, and EAGLE-3 stays faster at every point"
+    assert max(rec["family_v3.deep_k.tiny_best_k_max"]) <= 8 and rec["family_v3.deep_k.tiny_p_over_e_tpot"][1] < 1
+    verdicts = {s["peagle_over_eagle3_tpot_verdict"] for reg in doc["regimes"] for s in reg["summary"].values()}
+    assert verdicts == {"eagle3 faster"}

@@ -27,7 +27,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from peagle_nb.compare.acceptance import AcceptanceCurve, curve_from_runs
-from peagle_nb.compare.step_model import StepCost, fit_step_cost
+from peagle_nb.compare.predict import predict
+from peagle_nb.compare.step_model import fit_step_cost
 
 METHODS = ("eagle3", "peagle")
 TAIL_CAP = 0.99  # the highest tail tried (curve_from_runs caps a tail there too, so that tau stays finite)
@@ -58,7 +59,7 @@ def fit_point(runs: Sequence[dict], max_k: int | None = None, label: str = "") -
     for m in METHODS:
         mine = [r for r in use if r["method"] == m]
         deepest = max(r["k"] for r in mine)
-        out[m] = {"curve": curve_from_runs([r for r in mine if r["k"] == deepest], label=f"{m} {label}"),
+        out[m] = {"curve": curve_from_runs(mine, label=f"{m} {label}"),  # pooled over K, as the scenarios pool
                   "bookkeeping": _bookkeeping(mine, m), "measured_max_k": deepest}
     return out
 
@@ -66,10 +67,9 @@ def fit_point(runs: Sequence[dict], max_k: int | None = None, label: str = "") -
 def forecast(fit: Mapping, method: str, k: int, curve: AcceptanceCurve | None = None) -> dict:
     """tau, step time and time per output token (ms) of ``method`` at ``k`` from a :func:`fit_point` result
     (``curve`` replaces the fitted acceptance curve, for what-ifs)."""
-    cost: StepCost = fit["cost"]
-    tau = (curve or fit[method]["curve"]).tau(k)
-    step = cost.draft_ms(method, k) + cost.verify_ms(k + 1) + fit[method]["bookkeeping"]
-    return {"k": k, "tau": tau, "step_ms": step, "tpot_ms": step / tau}
+    p = predict(fit["cost"], curve or fit[method]["curve"], method, k)
+    step = p["step_ms"] + fit[method]["bookkeeping"]  # the model's draft + verify, and the engine's bookkeeping
+    return {"k": k, "tau": p["tau"], "step_ms": step, "tpot_ms": step / p["tau"]}
 
 
 def best_k(fit: Mapping, method: str, ks: Iterable[int], curve: AcceptanceCurve | None = None) -> dict:

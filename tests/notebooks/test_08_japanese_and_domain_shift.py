@@ -1061,25 +1061,25 @@ def test_a_deeper_k_is_forecast_from_the_rung_20_record_and_its_words_hold(rec, 
     tpot_err = [r["tpot_error"] for r in check]
     assert rec["family_v3.deep_k.check_k5_to_k7.tau_error"] == pytest.approx([min(tau_err), max(tau_err)], abs=1e-4)
     assert rec["family_v3.deep_k.check_k5_to_k7.tpot_error"] == pytest.approx([min(tpot_err), max(tpot_err)], abs=1e-4)
-    assert max(abs(e) for e in tau_err + tpot_err) < 0.11  # "within about a tenth on tau and on time per output token"
+    assert max(abs(e) for e in tpot_err) < 0.1 and max(abs(e) for e in tau_err) < 0.14  # "a tenth ... an eighth"
     rows = deep_k.deep_k_rows(engine)
     for r in rows:
         key = f"T{r['temperature']:g}.n{r['tokens']}.{r['prompt_set']}"
         assert rec[f"family_v3.deep_k.ratio.{key}"] == pytest.approx([r["swept_ratio"], r["deep_ratio"]], abs=1e-4)
         assert rec[f"family_v3.deep_k.best_k.{key}"] == [r["deep_eagle3_best_k"], r["deep_peagle_best_k"]]
-        assert r["deep_ratio"] < 1  # "At no point does P-EAGLE reach EAGLE-3 at K <= 16"
+        assert r["deep_ratio"] < 1  # "At no point does the forecast put P-EAGLE ahead at K <= 16"
         if r["temperature"] > 0:  # "Sampled, the best K stays between 3 and 11 and the ratio moves by less than 0.01"
             assert abs(r["deep_ratio"] - r["swept_ratio"]) < 0.01
             assert all(3 <= r[f"deep_{m}_best_k"] <= 11 for m in ("eagle3", "peagle"))
-    # "EAGLE-3's tail conditional rate is the higher at every point but one", the one a near tie
+    # "EAGLE-3's tail conditional rate is the higher there, as at every point"
     lower = [r for r in rows if r["eagle3_tail_alpha"] <= r["peagle_tail_alpha"]]
-    assert [(r["temperature"], r["tokens"], r["prompt_set"]) for r in lower] == [(0.0, 512, "code")]
-    assert lower[0]["peagle_tail_alpha"] - lower[0]["eagle3_tail_alpha"] < 0.01
+    assert lower == []
     greedy = {r["prompt_set"]: r for r in rows if r["temperature"] == 0 and r["tokens"] == 256}
     for r in greedy.values():  # "both heads' best K moves past 7, and EAGLE-3 gains more from it"
         assert r["eagle3_tail_alpha"] > r["peagle_tail_alpha"]
         assert min(r["deep_eagle3_best_k"], r["deep_peagle_best_k"]) > 7
         assert r["deep_eagle3_tau"] - r["swept_eagle3_tau"] > r["deep_peagle_tau"] - r["swept_peagle_tau"]
+    assert greedy["code"]["deep_ratio"] > 0.98 and max(r["deep_ratio"] for r in rows if r is not greedy["code"]) < 0.95
     assert greedy["ja"]["deep_ratio"] < greedy["ja"]["swept_ratio"] - 0.05  # "greedy, it widens the gap"
     assert greedy["prose"]["deep_ratio"] < greedy["prose"]["swept_ratio"] - 0.05
     # "a verification over twenty times longer" than one EAGLE-3 pass

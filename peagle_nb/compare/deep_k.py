@@ -32,7 +32,7 @@ from peagle_nb.compare.step_model import fit_step_cost
 
 METHODS = ("eagle3", "peagle")
 TAIL_CAP = 0.99  # the highest tail tried (curve_from_runs caps a tail there too, so that tau stays finite)
-DEEP_KS = tuple(range(1, 17))  # the forecast's K range: past the map's 7, up to the deepest published trained K
+DEEP_KS = tuple(range(1, 17))  # past the map's 7 to 16, the deepest K the GPU sweep measured (data/results/deep_k/)
 
 
 def _points(doc: Mapping) -> Iterable[tuple[float, int, str, list[dict]]]:

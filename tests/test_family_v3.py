@@ -30,6 +30,14 @@ def test_the_plan_gives_both_methods_equal_steps_at_every_rung_and_ablates_p_eag
     assert all(steps(n) == 600 for n in plan if "-r3" in n)
 
 
+def test_p_eagle_can_be_trained_deeper_for_the_deep_k_check():
+    plan = family_v3.head_plan([3], 300, 3, ["zeros"], peagle_k=16)
+    assert plan["v3-peagle-r3"][:3] == plan["v3-peagle-zeros-r3"][:3] == ["peagle", "--k", "16"]
+    assert plan["v3-eagle3-r3"][:3] == ["eagle3", "--k", "7"]  # EAGLE-3's unroll is its own recipe
+    with pytest.raises(ValueError, match="--peagle-k 1 or more"):
+        family_v3.head_plan([3], 300, peagle_k=0)
+
+
 @pytest.mark.parametrize("rungs,rung,ablations,match", [
     ([], 3, [], "at least one positive"),
     ([1, 3], 3, ["dropout"], "unknown ablation"),

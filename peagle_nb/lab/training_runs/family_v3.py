@@ -61,9 +61,14 @@ MAX_OUT_FILES = 8  # what one GPU call may return
 
 
 def head_plan(rungs: list[float], base_steps: int, ablation_rung: float | None = None,
-              ablations: list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:
+              ablations: list[str] | tuple[str, ...] = (), peagle_k: int = 8) -> dict[str, list[str]]:
     """Head name -> the trainer's arguments (kind first): both methods at every rung with equal steps, and
-    P-EAGLE's ablations at ``ablation_rung``. Bad input raises ``ValueError`` naming the fix."""
+    P-EAGLE's ablations at ``ablation_rung``; P-EAGLE trained to ``peagle_k`` slots (serving deeper than the recorded
+    heads' 8 needs a head trained deeper: notebook 08's deep-K section). Bad input raises ``ValueError`` naming the
+    fix."""
+    if peagle_k < 1:
+        raise ValueError(f"P-EAGLE trained to {peagle_k} slots: give --peagle-k 1 or more (default 8)")
+    pair = {**PAIR, "peagle": ["peagle", "--k", str(peagle_k)]}
     if not rungs or any(r <= 0 for r in rungs):
         raise ValueError(f"rungs {rungs!r}: give at least one positive budget multiple, e.g. --rungs 1 3 10")
     unknown = sorted(set(ablations) - set(ABLATIONS))
@@ -75,10 +80,10 @@ def head_plan(rungs: list[float], base_steps: int, ablation_rung: float | None =
     plan = {}
     for r in rungs:
         steps = str(max(1, round(base_steps * r)))
-        for method, args in PAIR.items():
+        for method, args in pair.items():
             plan[f"v3-{method}-r{r:g}"] = [*args, "--steps", steps]
     for a in ablations:
-        plan[f"v3-peagle-{a}-r{ablation_rung:g}"] = [*PAIR["peagle"], "--steps",
+        plan[f"v3-peagle-{a}-r{ablation_rung:g}"] = [*pair["peagle"], "--steps",
                                                      str(max(1, round(base_steps * ablation_rung))), *ABLATIONS[a]]
     return plan
 
@@ -166,9 +171,9 @@ def heads_command(args: argparse.Namespace) -> int:
     family.check_val_corpus(args)
     try:
         plan = head_plan(args.rungs, args.base_steps or (4 if args.smoke else 2000), args.ablation_rung,
-                         args.ablations)
+                         args.ablations, peagle_k=args.peagle_k)
     except ValueError as e:
-        raise SystemExit(f"{e} (--rungs, --ablation-rung, --ablations)") from None
+        raise SystemExit(f"{e} (--rungs, --ablation-rung, --ablations, --peagle-k)") from None
     vd = args.draft_vocab_size or (256 if args.smoke else family._proposed_draft_vocab(target) or 2048)
     folder = work / "heads" / "v3-heads"
     cache = work / "heads" / "drafter_data.pt"
@@ -374,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "step for both (shared: `peagle-nb train pair`; the rung-20 pair trained that way with "
                             "--teacher-tf32 at 1.75x the recorded lockstep rate on an H100, heads_h100_r20/; its two "
                             "evaluations run in series)")
+        p.add_argument("--peagle-k", type=int, default=8,
+                       help="P-EAGLE's deepest trained slot (default 8, every recorded head); to serve past it, e.g. "
+                            "the deep-K check of notebook 08, train deeper (EAGLE-3's unroll stays 7)")
         p.add_argument("--teacher-tf32", action="store_true",
                        help="the teacher's fp32 products in TF32 on CUDA (on only in the rung-20 pair's run)")
         p.add_argument("--seed", type=int, default=0)

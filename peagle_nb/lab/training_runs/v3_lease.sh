@@ -67,6 +67,10 @@
 # The carried target no longer fits one call beside the tree as a folder (53 MB + the tree without the tiny
 # weights, 16 MB): carry it compressed (`tar -C data/models -cJf .carry/t/v3-target.tar.xz v3-target-h100b`, 37 MB;
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
+# PEAGLE_K (default 8) trains P-EAGLE to that many slots: the deep-K forecast of notebook 08 (compare.deep_k) says a
+# deeper K would not turn the verdict on the rung-20 pair; checking it on v3 needs the pair swept past K=7 with a
+# P-EAGLE trained that deep (slots past the trained depth accept nothing: deep_k/engine_h100_tiny_deep_k.json.gz), e.g.
+# PEAGLE_K=16 KS=3,5,7,10,12,16 (not yet run).
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py; one target run, as on a GPU). R, W:
 # results and work folders.
 set -u
@@ -88,7 +92,7 @@ else
   DEV=cuda; SFLAGS="--limit ${LIMIT:-4} --ks ${KS:-1,3,5,7} --sweeps 3 --repeats 1 --lengths $LEN"
   SFLAGS+=" --budget-s ${SWEEP_BUDGET_S:-180}"
 fi
-HFLAGS+=" --pair-teacher ${PAIR_TEACHER:-separate}${TEACHER_TF32:+ --teacher-tf32}"
+HFLAGS+=" --pair-teacher ${PAIR_TEACHER:-separate}${TEACHER_TF32:+ --teacher-tf32}${PEAGLE_K:+ --peagle-k $PEAGLE_K}"
 stage start
 if [ -n "${TARGET_DIR:-}" ]; then  # a target carried in (its weights, config, tokenizer and training_log.json)
   T=$TARGET_DIR; stage "target carried rc=0"

@@ -58,9 +58,8 @@ def fit_point(runs: Sequence[dict], max_k: int | None = None, label: str = "") -
     out: dict = {"cost": fit_step_cost(use, label=label or "deep-K forecast")}
     for m in METHODS:
         mine = [r for r in use if r["method"] == m]
-        deepest = max(r["k"] for r in mine)
         out[m] = {"curve": curve_from_runs(mine, label=f"{m} {label}"),  # pooled over K, as the scenarios pool
-                  "bookkeeping": _bookkeeping(mine, m), "measured_max_k": deepest}
+                  "bookkeeping": _bookkeeping(mine, m)}
     return out
 
 
@@ -102,10 +101,9 @@ def deep_k_rows(doc: Mapping, ks: Sequence[int] = DEEP_KS, ratio_goal: float = 1
     """Per regime point of an engine record: each method's best K, its tau there and P-EAGLE / EAGLE-3 on time per
     output token as the model forecasts them among the swept K (``swept_*``) and among ``ks`` (``deep_*``); each
     method's tail conditional rate; one EAGLE-3 pass and the verification at K=7 (ms, the fitted model); and the tail
-    P-EAGLE would need for ``ratio_goal`` (:func:`tail_needed`). The
-    model's time per output token is the step's over tau (every request's decode time over its tokens, pooled), the
-    end-to-end view: a sweep summary's TPOT is the median over requests, which weights a request that loops (short
-    steps, high tau) like one that does not."""
+    P-EAGLE would need for ``ratio_goal`` (:func:`tail_needed`). The model's time per output token is the step's over
+    tau (every request's decode time over its tokens, pooled), the end-to-end view: a sweep summary's TPOT is the
+    median over requests, which weights a request that loops (short steps, high tau) like one that does not."""
     rows = []
     for t, n, ps, runs in _points(doc):
         fit = fit_point(runs, label=f"T={t:g}, {n} tokens, {ps}")

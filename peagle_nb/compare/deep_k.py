@@ -18,7 +18,10 @@ Assumptions, generous to the deeper K: a head keeps its tail rate past the depth
 heads train 7 EAGLE-3 unroll steps and 8 P-EAGLE slots; an untrained slot is accepted far less: the tiny family's
 deep-K sweep shows it), and verification stays linear in the tokens verified. :func:`check_rows` fits both parts on
 the runs with K up to ``fit_max_k`` only and sets the forecast beside the runs above it: the model checked on points
-it was not fitted to.
+it was not fitted to. Measured on the H100 (both families, ``data/results/deep_k/``), the second assumption holds
+from 4 to 13 verified tokens (flat) and breaks at 17 (K=16): :func:`phase_rows` shows the step, which a forecast
+fitted below it cannot see. :func:`reach_rows` (how deep a served head's drafts are accepted) and
+:func:`prompt_pace_rows` (per prompt, who is faster per token) read a deep sweep beside the forecast.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from peagle_nb.compare.acceptance import AcceptanceCurve, curve_from_runs
+from peagle_nb.compare.heads_v3 import per_prompt_tau
 from peagle_nb.compare.predict import predict
 from peagle_nb.compare.step_model import fit_step_cost
 
@@ -147,4 +151,51 @@ def check_rows(doc: Mapping, fit_max_k: int, max_k: Mapping[str, int] | None = N
     return rows
 
 
-__all__ = ["TAIL_CAP", "DEEP_KS", "fit_point", "forecast", "best_k", "tail_needed", "deep_k_rows", "check_rows"]
+def phase_rows(doc: Mapping, temperature: float = 0.0) -> list[dict]:
+    """Per method and K at ``temperature``: the tokens one verification checks (K+1) and the median over every run
+    (prompt sets and sweeps pooled) of the drafting, verification and bookkeeping ms per step. The verification
+    column is what :func:`forecast` assumes linear in the tokens checked."""
+    runs = [r for reg in doc.get("regimes", []) if reg["temperature"] == temperature for r in reg["runs"]]
+    rows = []
+    for m in METHODS:
+        for k in sorted({r["k"] for r in runs if r["method"] == m}):
+            mine = [r for r in runs if r["method"] == m and r["k"] == k]
+            rows.append({"method": m, "k": k, "tokens verified": k + 1,
+                         "draft_ms": statistics.median(r["draft_ms_per_step"] for r in mine),
+                         "verify_ms": statistics.median(r["verify_ms_per_step"] for r in mine),
+                         "bookkeeping_ms": statistics.median(r.get("bookkeeping_ms_per_step") or 0.0 for r in mine)})
+    return rows
+
+
+def reach_rows(doc: Mapping, k: int, depths: Sequence[int] = (1, 4, 8, 12, 16)) -> list[dict]:
+    """How deep a head's drafts are accepted where it is served at ``k``: per regime point and method, the share of
+    verification steps (every run at ``k``, sweeps pooled) that accepted at least d drafts, for each d in ``depths``
+    (<= ``k``). A slot a head was never trained for shows as a share that drops to zero past its trained depth."""
+    if max(depths) > k:
+        raise ValueError(f"depths {list(depths)} go past K={k}: a step accepts at most K drafts")
+    rows = []
+    for t, n, ps, runs in _points(doc):
+        for m in METHODS:
+            accepted = [a for r in runs if r["method"] == m and r["k"] == k for a in r["accepted_per_step"]]
+            if accepted:
+                rows.append({"temperature": t, "tokens": n, "prompt_set": ps, "method": m, "steps": len(accepted),
+                             **{f"reach {d}": sum(a >= d for a in accepted) / len(accepted) for d in depths}})
+    return rows
+
+
+def prompt_pace_rows(doc: Mapping, temperature: float, prompt_set: str, tokens: int = 256,
+                     sweep: int = 0) -> list[dict]:
+    """Every prompt's tau at each method's best K by median TPOT (``heads_v3.per_prompt_tau``), beside the two
+    methods' step times there (this sweep's runs): P-EAGLE is faster per token on a prompt when its share of
+    EAGLE-3's tau exceeds its share of EAGLE-3's step (``peagle_ahead``). The median TPOT counts prompts; the
+    end-to-end rate pools their steps, so a few prompts where P-EAGLE accepts far less can outweigh the rest."""
+    rows = per_prompt_tau(doc, temperature, prompt_set, tokens, sweep)
+    reg = next(r for r in doc["regimes"] if r["temperature"] == temperature and r["max_new_tokens"] == tokens)
+    step = {m: _step_ms(next(r for r in reg["runs"] if r["prompt_set"] == prompt_set and r["sweep"] == sweep
+                             and r["method"] == m and r["k"] == rows[0][f"{m}_k"])) for m in METHODS}
+    ratio = step["peagle"] / step["eagle3"]
+    return [{**r, "p_over_e_step": ratio, "peagle_ahead": r["p_over_e_tau"] > ratio} for r in rows]
+
+
+__all__ = ["TAIL_CAP", "DEEP_KS", "fit_point", "forecast", "best_k", "tail_needed", "deep_k_rows", "check_rows",
+           "phase_rows", "reach_rows", "prompt_pace_rows"]

@@ -72,3 +72,51 @@ def test_rung_20_deeper_k_does_not_turn_the_verdict():
     assert greedy["ja"]["peagle_tail_needed"] is None and greedy["prose"]["peagle_tail_needed"] is None
     check = deep_k.check_rows(doc, fit_max_k=5)
     assert len(check) == 24 and max(abs(r["tpot_error"]) for r in check) < 0.12
+
+
+def test_phase_rows_give_each_phase_by_k():
+    rows = deep_k.phase_rows(_doc(ks=(3, 7)))
+    t = synthetic.TRUTH
+    assert [(r["method"], r["k"], r["tokens verified"]) for r in rows] == [
+        ("eagle3", 3, 4), ("eagle3", 7, 8), ("peagle", 3, 4), ("peagle", 7, 8)]
+    for r in rows:
+        assert r["draft_ms"] == pytest.approx(t.draft_ms(r["method"], r["k"], 1))
+        assert r["verify_ms"] == pytest.approx(t.verify_ms(r["k"] + 1)) and r["bookkeeping_ms"] == 0.0
+    assert deep_k.phase_rows(_doc(ks=(3, 7)), temperature=1.0) == []  # no runs at that temperature
+
+
+def _served(accepted: dict, steps: dict) -> dict:
+    """One greedy point, sweep 0: per (method, K) the drafts each step accepted and each prompt's steps."""
+    runs = [{"method": m, "k": k, "prompt_set": "ja", "sweep": 0, "tau": 256 / (sum(steps[m]) / len(steps[m])),
+             "accepted_per_step": accepted[m], "steps_per_prompt": steps[m], "step_ms": 2.0 if m == "eagle3" else 1.5,
+             "draft_ms_per_step": 0.0, "verify_ms_per_step": 0.0} for m, k in (("eagle3", 4), ("peagle", 4))]
+    summary = {"ja": {"eagle3.best_k_tpot": 4, "peagle.best_k_tpot": 4}}
+    return {"regimes": [{"temperature": 0.0, "max_new_tokens": 256, "runs": runs, "summary": summary}]}
+
+
+def test_reach_rows_count_the_steps_that_accepted_each_depth():
+    doc = _served({"eagle3": [4, 4, 2, 0], "peagle": [1, 0, 0, 0]}, {"eagle3": [32, 32], "peagle": [64, 64]})
+    rows = {r["method"]: r for r in deep_k.reach_rows(doc, 4, depths=(1, 2, 4))}
+    assert [rows["eagle3"][f"reach {d}"] for d in (1, 2, 4)] == [0.75, 0.75, 0.5]
+    assert [rows["peagle"][f"reach {d}"] for d in (1, 2, 4)] == [0.25, 0.0, 0.0] and rows["peagle"]["steps"] == 4
+    with pytest.raises(ValueError, match="past K=4"):
+        deep_k.reach_rows(doc, 4)  # the default depths run to 16
+
+
+def test_prompt_pace_rows_name_the_prompts_where_p_eagle_is_faster_per_token():
+    # P-EAGLE's step is 0.75 of EAGLE-3's: it is faster on a prompt when its tau is more than 0.75 of EAGLE-3's
+    doc = _served({"eagle3": [4], "peagle": [4]}, {"eagle3": [20, 40, 40], "peagle": [22, 80, 50]})
+    rows = deep_k.prompt_pace_rows(doc, 0.0, "ja")
+    assert [r["p_over_e_step"] for r in rows] == [0.75] * 3
+    assert [round(r["p_over_e_tau"], 3) for r in rows] == [round(20 / 22, 3), 0.5, 0.8]
+    assert [r["peagle_ahead"] for r in rows] == [True, False, True]
+
+
+def test_v3_deep_sweep_verification_steps_up_past_13_tokens():
+    doc = read_results(paths.results_dir() / "deep_k" / "engine_h100_v3_deep_k.json.gz")
+    rows = deep_k.phase_rows(doc)
+    flat = [r["verify_ms"] for r in rows if r["k"] < 16]
+    deep = [r["verify_ms"] for r in rows if r["k"] == 16]
+    assert max(flat) / min(flat) < 1.05 and min(deep) / max(flat) > 1.2  # flat for 4-13 tokens, a step at 17
+    check = deep_k.check_rows(doc, fit_max_k=7)
+    assert all(r["tpot_error"] < 0 for r in check if r["k"] == 16)  # the straight line cannot see the step

@@ -69,8 +69,11 @@
 # in the call `mkdir -p /tmp/models && tar -C /tmp/models -xJf .carry/t/v3-target.tar.xz`).
 # PEAGLE_K (default 8) trains P-EAGLE to that many slots: the deep-K forecast of notebook 08 (compare.deep_k) says a
 # deeper K would not turn the verdict on the rung-20 pair; checking it on v3 needs the pair swept past K=7 with a
-# P-EAGLE trained that deep (slots past the trained depth accept nothing: deep_k/engine_h100_tiny_deep_k.json.gz), e.g.
-# PEAGLE_K=16 KS=3,5,7,10,12,16 (not yet run).
+# P-EAGLE trained that deep (slots past the trained depth accept nothing: deep_k/engine_h100_tiny_deep_k.json.gz). Run
+# from nothing in one H100 lease (1,552 s held; deep_k/engine_h100_v3_deep_k.json.gz, the command in its .log):
+# TARGET_FLAGS="--time-budget-s 420 --deadline-s 840" RUNG=3 PEAGLE_K=16 KS=3,5,7,10,12,16 TEMPS="0 0.7" LENGTHS=256
+# LIMIT=8 SWEEP_BUDGET_S=240, corpus v3 in two carries of whole folders (a folder is one carry path: about 45 and 32 MiB,
+# the tiny weights out of the tree): target 555 s, heads 438 s, sweeps 203 + 253 s.
 # SMOKE=1 runs the same chain at smoke size on a CPU (tests/test_v3_lease.py; one target run, as on a GPU). R, W:
 # results and work folders.
 set -u

@@ -20,8 +20,9 @@ deep-K sweep shows it), and verification stays linear in the tokens verified. :f
 the runs with K up to ``fit_max_k`` only and sets the forecast beside the runs above it: the model checked on points
 it was not fitted to. Measured on the H100 (both families, ``data/results/deep_k/``), the second assumption holds
 from 4 to 13 verified tokens (flat) and breaks at 17 (K=16): :func:`phase_rows` shows the step, which a forecast
-fitted below it cannot see. :func:`reach_rows` (how deep a served head's drafts are accepted) and
-:func:`prompt_pace_rows` (per prompt, who is faster per token) read a deep sweep beside the forecast.
+fitted below it cannot see; :func:`profiled_rows` forecasts with the measured shape (:func:`verify_profile`)
+instead. :func:`reach_rows` (how deep a served head's drafts are accepted) and :func:`prompt_pace_rows` (per prompt,
+who is faster per token) read a deep sweep beside the forecast.
 """
 
 from __future__ import annotations
@@ -197,5 +198,35 @@ def prompt_pace_rows(doc: Mapping, temperature: float, prompt_set: str, tokens: 
     return [{**r, "p_over_e_step": ratio, "peagle_ahead": r["p_over_e_tau"] > ratio} for r in rows]
 
 
+def verify_profile(doc: Mapping, temperature: float = 0.0, base_k: int = 7) -> dict[int, float]:
+    """Each swept K's verification time over base_k's (:func:`phase_rows`, the methods' medians pooled): the shape of
+    the verification cost in K as a GPU measured it, to replace the forecast's straight line."""
+    rows = phase_rows(doc, temperature)
+    verify = {k: statistics.median(r["verify_ms"] for r in rows if r["k"] == k) for k in sorted({r["k"] for r in rows})}
+    if base_k not in verify:
+        raise ValueError(f"base K={base_k} was not swept (swept: {sorted(verify)})")
+    return {k: v / verify[base_k] for k, v in verify.items()}
+
+
+def profiled_rows(doc: Mapping, profile: Mapping[int, float], base_k: int = 7) -> list[dict]:
+    """Per regime point of ``doc``: each method's best K among ``profile``'s K and P-EAGLE / EAGLE-3 on time per
+    output token there, as :func:`deep_k_rows` forecasts them but with the verification at K set to the fitted one
+    at ``base_k`` times ``profile[K]`` (:func:`verify_profile` of a deeper sweep of the same target shape on the same
+    GPU kind) instead of the straight line."""
+    rows = []
+    for t, n, ps, runs in _points(doc):
+        fit = fit_point(runs, label=f"T={t:g}, {n} tokens, {ps}")
+        verify_base = fit["cost"].verify_ms(base_k + 1)
+
+        def tpot(m: str, k: int) -> float:
+            p = predict(fit["cost"], fit[m]["curve"], m, k)
+            return (p["draft_ms"] + verify_base * profile[k] + fit[m]["bookkeeping"]) / p["tau"]
+
+        best = {m: min(profile, key=lambda k, m=m: tpot(m, k)) for m in METHODS}
+        rows.append({"temperature": t, "tokens": n, "prompt_set": ps,
+                     **{f"{m}_best_k": best[m] for m in METHODS},
+                     "ratio": tpot("eagle3", best["eagle3"]) / tpot("peagle", best["peagle"])})
+    return rows
+
 __all__ = ["TAIL_CAP", "DEEP_KS", "fit_point", "forecast", "best_k", "tail_needed", "deep_k_rows", "check_rows",
-           "phase_rows", "reach_rows", "prompt_pace_rows"]
+           "phase_rows", "reach_rows", "prompt_pace_rows", "verify_profile", "profiled_rows"]

@@ -120,3 +120,23 @@ def test_v3_deep_sweep_verification_steps_up_past_13_tokens():
     assert max(flat) / min(flat) < 1.05 and min(deep) / max(flat) > 1.2  # flat for 4-13 tokens, a step at 17
     check = deep_k.check_rows(doc, fit_max_k=7)
     assert all(r["tpot_error"] < 0 for r in check if r["k"] == 16)  # the straight line cannot see the step
+
+
+def test_profiled_rows_forecast_with_a_measured_verification_shape():
+    doc = _doc(ks=(1, 3, 5, 7))
+    ks = (3, 5, 7, 10, 12, 16)
+    t = synthetic.TRUTH
+
+    def tpot(m, k):  # flat verification at the straight line's K=7 value
+        return (t.draft_ms(m, k) + t.verify_ms(8)) / FLAT[m].tau(k)
+
+    flat = deep_k.profiled_rows(doc, {k: 1.0 for k in ks})[0]
+    best = {m: min(ks, key=lambda k, m=m: tpot(m, k)) for m in ("eagle3", "peagle")}
+    assert (flat["eagle3_best_k"], flat["peagle_best_k"]) == (best["eagle3"], best["peagle"])
+    assert flat["ratio"] == pytest.approx(tpot("eagle3", best["eagle3"]) / tpot("peagle", best["peagle"]), rel=1e-6)
+    steep = deep_k.profiled_rows(doc, {**{k: 1.0 for k in ks}, 16: 10.0})[0]  # a step no best K crosses
+    assert steep["eagle3_best_k"] < 16 and steep["peagle_best_k"] < 16
+    profile = deep_k.verify_profile(_doc(ks=(3, 7, 12)))
+    assert profile[7] == 1.0 and profile[12] == pytest.approx(t.verify_ms(13) / t.verify_ms(8))
+    with pytest.raises(ValueError, match="base K=7 was not swept"):
+        deep_k.verify_profile(_doc(ks=(3, 5)))

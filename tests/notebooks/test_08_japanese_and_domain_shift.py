@@ -1177,6 +1177,14 @@ def test_deep_k_measured_on_v3_with_a_head_trained_to_16_slots_and_its_words_hol
         at16 = [r["verify_ms"] for r in ph if r["k"] == 16]
         assert rec[f"family_v3.deep_k.{key}"] == pytest.approx([min(flat), max(flat), min(at16), max(at16)], abs=1e-4)
         assert max(flat) / min(flat) < 1.05 and 1.25 < min(at16) / max(flat) and max(at16) / min(flat) < 1.4
+    # "forecast again with the verification measured at the swept K, the rung-20 pair's best K stays at 12 or less and
+    # P-EAGLE still reaches a tie at most"
+    r20 = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_r20.json.gz")
+    profiled = deep_k.profiled_rows(r20, deep_k.verify_profile(doc))
+    assert rec["family_v3.deep_k.r20_profiled_ratio"] == pytest.approx(
+        [min(r["ratio"] for r in profiled), max(r["ratio"] for r in profiled)], abs=1e-4)
+    assert max(max(r["eagle3_best_k"], r["peagle_best_k"]) for r in profiled) <= 12
+    assert 0.99 < max(r["ratio"] for r in profiled) < 1.0
     # "served at K=16 its drafts past depth 8 are accepted almost only on greedy Japanese ... EAGLE-3's chain reaches
     # depth 8 on at least three times P-EAGLE's share of greedy steps on every set"
     reach = {(r["temperature"], r["prompt_set"], r["method"]): r for r in deep_k.reach_rows(doc, 16)}

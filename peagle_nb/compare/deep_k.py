@@ -228,5 +228,6 @@ def profiled_rows(doc: Mapping, profile: Mapping[int, float], base_k: int = 7) -
                      "ratio": tpot("eagle3", best["eagle3"]) / tpot("peagle", best["peagle"])})
     return rows
 
+
 __all__ = ["TAIL_CAP", "DEEP_KS", "fit_point", "forecast", "best_k", "tail_needed", "deep_k_rows", "check_rows",
            "phase_rows", "reach_rows", "prompt_pace_rows", "verify_profile", "profiled_rows"]

@@ -164,6 +164,8 @@ def phase_rows(doc: Mapping, temperature: float = 0.0) -> list[dict]:
             rows.append({"method": m, "k": k, "tokens verified": k + 1,
                          "draft_ms": statistics.median(r["draft_ms_per_step"] for r in mine),
                          "verify_ms": statistics.median(r["verify_ms_per_step"] for r in mine),
+                         "verify_ms_min": min(r["verify_ms_per_step"] for r in mine),  # the spread over the runs
+                         "verify_ms_max": max(r["verify_ms_per_step"] for r in mine),
                          "bookkeeping_ms": statistics.median(r.get("bookkeeping_ms_per_step") or 0.0 for r in mine)})
     return rows
 

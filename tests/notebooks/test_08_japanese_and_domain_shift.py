@@ -1177,6 +1177,7 @@ def test_deep_k_measured_on_v3_with_a_head_trained_to_16_slots_and_its_words_hol
         at16 = [r["verify_ms"] for r in ph if r["k"] == 16]
         assert rec[f"family_v3.deep_k.{key}"] == pytest.approx([min(flat), max(flat), min(at16), max(at16)], abs=1e-4)
         assert max(flat) / min(flat) < 1.05 and 1.25 < min(at16) / max(flat) and max(at16) / min(flat) < 1.4
+        assert min(r["verify_ms_min"] for r in ph if r["k"] == 16) > max(r["verify_ms_max"] for r in ph if r["k"] < 16)
     # "forecast again with the verification measured at the swept K, the rung-20 pair's best K stays at 12 or less and
     # P-EAGLE still reaches a tie at most"
     r20 = read_results(paths.results_dir() / "family_v3" / "engine_h100_v3_r20.json.gz")
